@@ -1,0 +1,13 @@
+"""hackscan: catch reward hacks in generated GPU kernels.
+
+The static pass (`scan`) never imports torch; it parses the candidate (Python with
+tree-sitter, embedded or raw CUDA/C++ with tree-sitter-cuda), builds shared facts and
+a call/data-flow graph, and runs every rule found under the rules folder.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from hackscan.api import scan, scan_paths  # noqa: E402
+
+__all__ = ["scan", "scan_paths", "__version__"]

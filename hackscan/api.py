@@ -1,0 +1,98 @@
+"""The library entry points: `scan` for one candidate in memory, `scan_paths` for files."""
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from hackscan.engine import Options, error_result, finish, load_rules
+from hackscan.findings import SubmissionResult
+from hackscan.inputs.discover import Item, discover
+from hackscan.inputs.load import MAX_BYTES, BadInput, load
+
+
+def scan(candidate_source: str | bytes, reference_source: str | bytes | None = None, *,
+         path: str = "<candidate>", entry: str = "ModelNew", policy: str = "kernelbench",
+         select: Iterable[str] = (), ignore: Iterable[str] = (), min_confidence: str = "low",
+         language: str = "python") -> SubmissionResult:
+    """Statically audit one candidate given as source text. Never imports or runs it.
+
+    `language` is "python" (KernelBench/Triton/PyTorch file) or "cuda" (raw .cu/.cpp)."""
+    opts = Options(tuple(select), tuple(ignore), min_confidence, policy, entry)
+    suffix = ".py" if language == "python" else ".cu"
+    return _scan_one(path, candidate_source, reference_source, None, suffix, None, opts)
+
+
+def _scan_one(path: str, data: str | bytes, ref: str | bytes | None, ref_path: str | None,
+              suffix: str, base_dir: Path | None, opts: Options, max_bytes: int = MAX_BYTES) -> SubmissionResult:
+    t0 = time.perf_counter()
+    try:
+        loaded = load(path, data, ref, entry=opts.entry, suffix=suffix, base_dir=base_dir,
+                      reference_path=ref_path, max_bytes=max_bytes)
+        return finish(path, loaded.facts, loaded.lines, load_rules(), opts, loaded.backend, ref_path, t0)
+    except BadInput as e:
+        return error_result(path, str(e), seconds=time.perf_counter() - t0)
+    except RecursionError:
+        return error_result(path, "file nests too deeply to analyse", seconds=time.perf_counter() - t0)
+    except Exception as e:  # an analyser bug must not lose the rest of the audit
+        return error_result(path, f"internal error while analysing: {type(e).__name__}: {e}",
+                            seconds=time.perf_counter() - t0)
+
+
+def scan_item(item: Item, opts: Options, max_bytes: int = MAX_BYTES) -> SubmissionResult:
+    p = item.path
+    try:
+        if not p.is_file():
+            return error_result(item.display, "no such file" if not p.exists() else "not a regular file")
+        size = p.stat().st_size
+        if size > max_bytes:
+            return error_result(item.display, f"file is {size:,} bytes, over the {max_bytes:,}-byte limit")
+        data = p.read_bytes()
+        ref = ref_path = None
+        if item.reference is not None:
+            ref = item.reference.read_bytes()
+            ref_path = _rel(item.reference)
+    except OSError as e:
+        return error_result(item.display, f"cannot read: {e.strerror or e}")
+    return _scan_one(item.display, data, ref, ref_path, p.suffix if p.suffix != ".py" else ".py",
+                     p.parent, opts, max_bytes)
+
+
+def _rel(p: Path) -> str:
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _worker_batch(args) -> list[SubmissionResult]:
+    items, opts, max_bytes = args
+    return [scan_item(i, opts, max_bytes) for i in items]
+
+
+def iter_scan(items: list[Item], opts: Options, jobs: int = 1, max_bytes: int = MAX_BYTES) -> Iterator[SubmissionResult]:
+    """Results in input order; with jobs > 1 the work is spread over processes in chunks."""
+    if jobs <= 1 or len(items) < 8:
+        for i in items:
+            yield scan_item(i, opts, max_bytes)
+        return
+    chunk = max(4, min(64, len(items) // (jobs * 8) or 1))
+    batches = [items[i:i + chunk] for i in range(0, len(items), chunk)]
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+        for res in ex.map(_worker_batch, [(b, opts, max_bytes) for b in batches]):
+            yield from res
+
+
+def scan_paths(paths: Iterable[str | Path], *, reference: str | Path | None = None,
+               problems: str | Path | None = None, jobs: int = 1, **kw) -> list[SubmissionResult]:
+    """Audit every candidate under `paths` (files or folders)."""
+    opts = Options(tuple(kw.get("select", ())), tuple(kw.get("ignore", ())), kw.get("min_confidence", "low"),
+                   kw.get("policy", "kernelbench"), kw.get("entry", "ModelNew"))
+    items = discover([Path(p) for p in paths], Path(reference) if reference else None,
+                     Path(problems) if problems else None)
+    return list(iter_scan(items, opts, jobs))

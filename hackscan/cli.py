@@ -1,0 +1,294 @@
+"""`hackscan` command line: audit, rules, explain, corpus-stats, docs.
+
+Exit codes: 0 nothing at or above the threshold, 1 findings at or above it (or a
+submission that could not be audited), 2 usage, configuration or internal error,
+3 nothing to audit."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_NOTHING = 0, 1, 2, 3
+SEVERITY_CHOICES = ("info", "low", "medium", "high", "critical")
+
+
+def _csv(values: list[str] | None) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return tuple(out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hackscan", description="Catch reward hacks in generated GPU kernels.")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command")
+
+    a = sub.add_parser("audit", help="audit kernel files or folders (no PATH: the bundled demo kernels)")
+    a.add_argument("paths", nargs="*", help="files or folders of candidates")
+    a.add_argument("--format", choices=("text", "json", "jsonl", "sarif"), default=None)
+    a.add_argument("--output", "-o", help="write the report to FILE instead of stdout")
+    a.add_argument("--reference", help="reference file for every candidate")
+    a.add_argument("--entry", help="entry class name (default ModelNew)")
+    a.add_argument("--problems", help="KernelBench problems folder for level_L_problem_P_sample_S_kernel.py names")
+    a.add_argument("--select", action="append", help="only these rule ids, hack types or categories (comma-separated)")
+    a.add_argument("--ignore", action="append", help="skip these rule ids, hack types or categories")
+    a.add_argument("--min-confidence", choices=("low", "medium", "high"), default=None)
+    a.add_argument("--fail-on", choices=SEVERITY_CHOICES, default=None,
+                   help="lowest severity that makes the exit code 1 (default medium)")
+    a.add_argument("--policy", choices=("kernelbench", "any"), default=None,
+                   help="kernelbench: a custom kernel is required (default); any: only cheats count")
+    a.add_argument("--baseline", help="suppress findings whose fingerprints are in FILE")
+    a.add_argument("--write-baseline", metavar="FILE", help="write the fingerprints of this audit's findings to FILE")
+    a.add_argument("--dynamic", choices=("off", "auto", "all"), default=None,
+                   help="dynamic confirmation; only 'off' is available in this version")
+    a.add_argument("--jobs", "-j", type=int, default=None, help="processes for the static pass")
+    a.add_argument("--max-bytes", type=int, default=None, help="skip files larger than this (default 1000000)")
+    a.add_argument("--config", help="configuration file (default: hackscan.toml or [tool.hackscan] in pyproject.toml)")
+    a.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    a.add_argument("--quiet", "-q", action="store_true", help="text format: only submissions that are not clean")
+    a.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+    sub.add_parser("rules", help="list the rules").add_argument("--format", choices=("text", "json"), default="text")
+    e = sub.add_parser("explain", help="show a rule's documentation")
+    e.add_argument("rule_id")
+    c = sub.add_parser("corpus-stats", help="recall and false positives of every rule on an annotated corpus")
+    c.add_argument("corpus", nargs="?", help="corpus folder (default: the bundled corpus)")
+    c.add_argument("--format", choices=("text", "json"), default="text")
+    d = sub.add_parser("docs", help="write docs/rules/<id>.md from the rule docstrings")
+    d.add_argument("out", nargs="?", default="docs/rules")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_ERROR if e.code not in (0, None) else EXIT_CLEAN
+    if args.version:
+        from hackscan import __version__
+
+        print(f"hackscan {__version__}")
+        return EXIT_CLEAN
+    try:
+        if args.command == "audit":
+            return cmd_audit(args)
+        if args.command == "rules":
+            return cmd_rules(args)
+        if args.command == "explain":
+            return cmd_explain(args)
+        if args.command == "corpus-stats":
+            return cmd_corpus_stats(args)
+        if args.command == "docs":
+            return cmd_docs(args)
+        parser.print_help()
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("hackscan: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_ERROR
+
+
+def _err(msg: str) -> int:
+    print(f"hackscan: error: {msg}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+class Progress:
+    """A one-line progress bar on stderr, only on a terminal; never mixed into stdout."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.enabled, self.done, self.t0 = total, enabled, 0, time.perf_counter()
+
+    def step(self, label: str) -> None:
+        if not self.enabled:
+            return
+        self.done += 1
+        frac = self.done / max(1, self.total)
+        rate = self.done / max(1e-6, time.perf_counter() - self.t0)
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(f"\r[{bar:<30}] {self.done}/{self.total} {rate:5.0f} files/s {label[-40:]:<40}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 110 + "\r")
+            sys.stderr.flush()
+
+
+def cmd_audit(args) -> int:
+    from hackscan.api import iter_scan
+    from hackscan.config import ConfigError, find_config, load_config
+    from hackscan.engine import Options, load_rules
+    from hackscan.findings import severity_rank
+    from hackscan.inputs.discover import discover
+    from hackscan.inputs.load import MAX_BYTES
+    from hackscan.paths import corpus_dir
+    from hackscan.rule import RuleError
+
+    try:
+        cfg = load_config(Path(args.config) if args.config else find_config(Path.cwd()))
+    except ConfigError as e:
+        return _err(str(e))
+    dynamic = args.dynamic or cfg.get("dynamic", "off")
+    if dynamic != "off":
+        return _err(f"--dynamic {dynamic} is not available yet: this version has the static pass only "
+                    "(dynamic confirmation on isolated workers is the next milestone). Use --dynamic off.")
+    fmt = args.format or cfg.get("format", "text")
+    if fmt not in ("text", "json", "jsonl", "sarif"):
+        return _err(f"unknown format {fmt!r}")
+    policy = args.policy or cfg.get("policy", "kernelbench")
+    if policy not in ("kernelbench", "any"):
+        return _err(f"unknown policy {policy!r}")
+    fail_on = args.fail_on or cfg.get("fail-on", "medium")
+    if fail_on not in SEVERITY_CHOICES:
+        return _err(f"unknown fail-on severity {fail_on!r}")
+    min_conf = args.min_confidence or cfg.get("min-confidence", "low")
+    jobs = args.jobs if args.jobs is not None else cfg.get("jobs", 1)
+    if jobs < 1:
+        jobs = os.cpu_count() or 1
+    try:
+        rules = load_rules()
+    except RuleError as e:
+        return _err(f"bad rule: {e}")
+    select = _csv(args.select) or tuple(cfg.get("select", ()))
+    ignore = _csv(args.ignore) or tuple(cfg.get("ignore", ()))
+    known = {r.id for r in rules} | {r.hack_type for r in rules} | {r.category for r in rules}
+    from hackscan.hacktypes import HACK_TYPES
+
+    known |= set(HACK_TYPES)
+    for s in select + ignore:
+        if s not in known:
+            return _err(f"--select/--ignore: unknown rule id, hack type or category {s!r}")
+    baseline: set[str] = set()
+    bpath = args.baseline or cfg.get("baseline")
+    if bpath:
+        try:
+            data = json.loads(Path(bpath).read_text("utf-8"))
+            baseline = {f"{e['path']}::{e['fingerprint']}" for e in data.get("findings", [])}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            return _err(f"cannot read baseline {bpath}: {e}")
+    opts = Options(select, ignore, min_conf, policy, args.entry or cfg.get("entry", "ModelNew"), frozenset(baseline))
+    demo = not args.paths
+    paths = [Path(p) for p in args.paths] if args.paths else [corpus_dir() / "synthetic"]
+    reference = Path(args.reference) if args.reference else None
+    if reference is not None and not reference.is_file():
+        return _err(f"--reference {reference}: no such file")
+    problems = Path(args.problems) if args.problems else None
+    if problems is not None and not problems.is_dir():
+        return _err(f"--problems {problems}: no such folder")
+    root = corpus_dir() if demo else None
+    items = discover(paths, reference, problems, root=root)
+    if not items:
+        print("hackscan: nothing to audit (no .py/.cu/.cuh/.cpp candidates found)", file=sys.stderr)
+        return EXIT_NOTHING
+    max_bytes = args.max_bytes or cfg.get("max-bytes", MAX_BYTES)
+    show = (not args.no_progress and sys.stderr.isatty() and len(items) > 10)
+    prog = Progress(len(items), show)
+    results = []
+    out_stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        from hackscan.report import jsonout
+
+        for r in iter_scan(items, opts, jobs, max_bytes):
+            results.append(r)
+            prog.step(r.path)
+            if fmt == "jsonl":
+                out_stream.write(jsonout.render_line(r))
+        prog.close()
+        if fmt == "text":
+            from hackscan.report import text
+
+            color = args.color == "always" or (args.color == "auto" and out_stream is sys.stdout
+                                               and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+            out_stream.write(text.render(results, color=color, show_clean=not args.quiet, root=root))
+        elif fmt == "json":
+            out_stream.write(jsonout.render(results, policy=policy, dynamic=dynamic))
+        elif fmt == "sarif":
+            from hackscan.report import sarif
+
+            out_stream.write(sarif.render(results, rules))
+    finally:
+        if out_stream is not sys.stdout:
+            out_stream.close()
+    if args.write_baseline:
+        entries = [{"path": r.path, "rule_id": f.rule_id, "fingerprint": f.fingerprint}
+                   for r in results for f in r.findings]
+        Path(args.write_baseline).write_text(json.dumps({"version": 1, "findings": entries}, indent=2) + "\n", "utf-8")
+    threshold = severity_rank(fail_on)
+    failing = any(r.verdict == "error" for r in results) or any(
+        severity_rank(f.severity) >= threshold for r in results for f in r.findings)
+    return EXIT_FINDINGS if failing else EXIT_CLEAN
+
+
+def cmd_rules(args) -> int:
+    from hackscan.engine import load_rules
+
+    rules = load_rules()
+    if args.format == "json":
+        print(json.dumps([{"id": r.id, "hack_type": r.hack_type, "category": r.category, "severity": r.severity,
+                           "confidence": r.confidence, "summary": r.summary, "languages": list(r.languages),
+                           "needs": list(r.needs), "probes": list(r.probes), "certain": r.certain}
+                          for r in rules], indent=2))
+        return EXIT_CLEAN
+    w = max(len(r.id) for r in rules)
+    for r in sorted(rules, key=lambda r: (r.category, r.id)):
+        print(f"{r.id:<{w}}  {r.category:<15} {r.hack_type:<24} {r.severity:<8} {r.summary}")
+    print(f"{len(rules)} rules")
+    return EXIT_CLEAN
+
+
+def rule_markdown(r) -> str:
+    docs = r.docs()
+    lines = [f"# {r.id}", "", f"{r.summary}.", "",
+             "| | |", "|---|---|", f"| hack type | `{r.hack_type}` |", f"| category | {r.category} |",
+             f"| severity | {r.severity} |", f"| confidence | {r.confidence} |",
+             f"| certain by construction | {'yes' if r.certain else 'no'} |",
+             f"| languages | {', '.join(r.languages)} |", f"| facts | {', '.join(r.needs)} |",
+             f"| confirming probes | {', '.join(r.probes) or 'none'} |", ""]
+    for k, v in docs.items():
+        lines += [f"## {k}", "", v if k != "Example" else "```\n" + v + "\n```", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def cmd_explain(args) -> int:
+    from hackscan.engine import load_rules
+
+    for r in load_rules():
+        if r.id == args.rule_id:
+            print(rule_markdown(r), end="")
+            return EXIT_CLEAN
+    return _err(f"no rule {args.rule_id!r} (see `hackscan rules`)")
+
+
+def cmd_docs(args) -> int:
+    from hackscan.engine import load_rules
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for r in load_rules():
+        (out / f"{r.id}.md").write_text(rule_markdown(r), "utf-8")
+    print(f"wrote {len(load_rules())} rule pages to {out}")
+    return EXIT_CLEAN
+
+
+def cmd_corpus_stats(args) -> int:
+    from hackscan.corpus import corpus_stats, render_stats
+    from hackscan.paths import corpus_dir
+
+    root = Path(args.corpus) if args.corpus else corpus_dir() / "synthetic"
+    if not root.is_dir():
+        return _err(f"{root}: no such folder")
+    stats = corpus_stats(root)
+    print(json.dumps(stats, indent=2) if args.format == "json" else render_stats(stats), end="")
+    return EXIT_CLEAN if not stats["problems"] else EXIT_FINDINGS
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""Facts about one C++/CUDA translation unit (a raw file or a string embedded in Python).
+
+Kernels (`__global__`), device and host functions, launches (`k<<<grid, block, smem,
+stream>>>(...)`), the calls inside host functions (ATen/torch, cuBLAS/cuDNN, streams,
+threads), what each kernel stores to, static state and pybind11 bindings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import tree_sitter as ts
+
+from hackscan.parse.trees import parse_cuda, text
+
+
+@dataclass
+class CParam:
+    name: str
+    type: str
+    pointer: bool
+
+
+@dataclass
+class CFunc:
+    name: str
+    kind: str            # global | device | host
+    node: ts.Node
+    params: list[CParam]
+
+    def param(self, name: str) -> CParam | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+
+@dataclass
+class CCall:
+    node: ts.Node
+    callee: str           # e.g. at::matmul, torch::empty_like, cublasSgemm, x.matmul (as ".matmul")
+    receiver: str | None  # for method calls: the object text
+    func: CFunc | None
+
+
+@dataclass
+class Launch:
+    node: ts.Node
+    kernel: str
+    config: list[ts.Node]
+    args: list[ts.Node]
+    func: CFunc | None
+
+
+@dataclass
+class Store:
+    node: ts.Node
+    base: str             # pointer being written
+    value: ts.Node | None
+    func: CFunc
+    conditions: list[ts.Node]
+
+
+@dataclass
+class CudaFacts:
+    label: str
+    host_path: str
+    source: str
+    rows: list[int]              # host row (0-based) for each line of `source`
+    tree: ts.Tree
+    embedded: bool
+    funcs: list[CFunc] = field(default_factory=list)
+    calls: list[CCall] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
+    stores: list[Store] = field(default_factory=list)
+    statics: list[tuple[ts.Node, CFunc | None]] = field(default_factory=list)
+    ifs: list[tuple[ts.Node, ts.Node, CFunc | None]] = field(default_factory=list)
+    returns: list[tuple[ts.Node, CFunc | None]] = field(default_factory=list)
+    decls: list[tuple[str, ts.Node, CFunc | None]] = field(default_factory=list)
+    assigns: list[tuple[ts.Node, CFunc | None]] = field(default_factory=list)
+    loops: list[tuple[ts.Node, CFunc | None]] = field(default_factory=list)
+    macros: list[ts.Node] = field(default_factory=list)
+    bindings: dict[str, str] = field(default_factory=dict)   # python name -> C++ function
+    comments: list[ts.Node] = field(default_factory=list)
+    identifiers: set[str] = field(default_factory=set)
+
+    @property
+    def kernels(self) -> dict[str, CFunc]:
+        return {f.name: f for f in self.funcs if f.kind == "global"}
+
+    @property
+    def host_funcs(self) -> dict[str, CFunc]:
+        return {f.name: f for f in self.funcs if f.kind == "host"}
+
+    def host_line(self, node: ts.Node) -> int:
+        r = node.start_point[0]
+        return (self.rows[r] if r < len(self.rows) else (self.rows[-1] if self.rows else r)) + 1
+
+    def calls_in(self, fn: CFunc) -> list[CCall]:
+        return [c for c in self.calls if c.func is fn]
+
+
+def _declarator_name(d: ts.Node | None) -> tuple[str, bool]:
+    pointer = False
+    while d is not None and d.type in ("pointer_declarator", "reference_declarator", "init_declarator",
+                                        "array_declarator", "function_declarator", "parenthesized_declarator"):
+        if d.type in ("pointer_declarator", "array_declarator"):
+            pointer = True
+        nxt = d.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in d.named_children if c.type in ("identifier", "field_identifier", "qualified_identifier",
+                                                                  "pointer_declarator", "reference_declarator")), None)
+        d = nxt
+    return (text(d) if d is not None else ""), pointer
+
+
+def _func_kind(fn: ts.Node) -> str:
+    for c in fn.children:
+        if c.type == "__global__":
+            return "global"
+        if c.type == "__device__":
+            return "device"
+    head = text(fn)[: max(0, (fn.child_by_field_name("body").start_byte - fn.start_byte) if fn.child_by_field_name("body") else 0)]
+    if "__global__" in head:
+        return "global"
+    if "__device__" in head and "__host__" not in head:
+        return "device"
+    return "host"
+
+
+def _base_of(lhs: ts.Node) -> str | None:
+    n = lhs
+    while n is not None:
+        if n.type == "subscript_expression":
+            n = n.child_by_field_name("argument")
+        elif n.type == "pointer_expression":
+            n = n.child_by_field_name("argument")
+        elif n.type == "parenthesized_expression":
+            n = n.named_children[0] if n.named_children else None
+        elif n.type == "binary_expression":  # *(p + i)
+            n = n.child_by_field_name("left")
+        elif n.type == "field_expression":
+            n = n.child_by_field_name("argument")
+        elif n.type == "cast_expression":
+            n = n.child_by_field_name("value")
+        elif n.type == "identifier":
+            return text(n)
+        else:
+            return None
+    return None
+
+
+def _call_name(fn: ts.Node) -> tuple[str, str | None]:
+    if fn.type == "field_expression":
+        field_ = fn.child_by_field_name("field")
+        name = field_
+        if field_ is not None and field_.type == "template_method":
+            name = field_.child_by_field_name("name")
+        return "." + text(name), text(fn.child_by_field_name("argument"))
+    if fn.type == "template_function":
+        return text(fn.child_by_field_name("name")), None
+    return text(fn), None
+
+
+class _Walker:
+    def __init__(self, facts: CudaFacts):
+        self.f = facts
+
+    def run(self) -> None:
+        self.visit(self.f.tree.root_node, None, [])
+
+    def visit(self, node: ts.Node, fn: CFunc | None, conds: list[ts.Node]) -> None:
+        stack: list[tuple[ts.Node, CFunc | None, list[ts.Node]]] = [(node, fn, conds)]
+        f = self.f
+        while stack:
+            n, fn, conds = stack.pop()
+            t = n.type
+            if t == "function_definition":
+                decl = n.child_by_field_name("declarator")
+                name, _ = _declarator_name(decl)
+                params: list[CParam] = []
+                fd = decl
+                while fd is not None and fd.type != "function_declarator":
+                    fd = fd.child_by_field_name("declarator")
+                plist = fd.child_by_field_name("parameters") if fd is not None else None
+                if plist is not None:
+                    for p in plist.named_children:
+                        if p.type in ("parameter_declaration", "optional_parameter_declaration"):
+                            pname, ptr = _declarator_name(p.child_by_field_name("declarator"))
+                            ptype = text(p.child_by_field_name("type"))
+                            params.append(CParam(pname, ptype, ptr))
+                new = CFunc(name.split("::")[-1], _func_kind(n), n, params)
+                f.funcs.append(new)
+                body = n.child_by_field_name("body")
+                if body is not None:
+                    stack.append((body, new, []))
+                continue
+            if t == "identifier":
+                f.identifiers.add(text(n))
+                continue
+            if t == "comment":
+                f.comments.append(n)
+                continue
+            if t == "preproc_function_def" or t == "preproc_def":
+                f.macros.append(n)
+                continue
+            if t == "call_expression":
+                callee = n.child_by_field_name("function")
+                args = n.child_by_field_name("arguments")
+                ksyntax = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
+                if ksyntax is not None and callee is not None:
+                    cfg = list(ksyntax.named_children)
+                    f.launches.append(Launch(n, text(callee).split("<")[0].split("::")[-1], cfg,
+                                             list(args.named_children) if args is not None else [], fn))
+                elif callee is not None:
+                    name, recv = _call_name(callee)
+                    f.calls.append(CCall(n, name, recv, fn))
+                    if name == ".def" and args is not None and len(args.named_children) >= 2:
+                        a0, a1 = args.named_children[0], args.named_children[1]
+                        if a0.type == "string_literal":
+                            target = text(a1).lstrip("&").split("::")[-1]
+                            f.bindings[text(a0).strip('"')] = target
+            elif t == "assignment_expression" and fn is not None:
+                lhs = n.child_by_field_name("left")
+                f.assigns.append((n, fn))
+                if fn.kind in ("global", "device") and lhs is not None and lhs.type in (
+                        "subscript_expression", "pointer_expression"):
+                    base = _base_of(lhs)
+                    if base:
+                        f.stores.append(Store(n, base, n.child_by_field_name("right"), fn, list(conds)))
+            elif t == "declaration":
+                is_static = any(c.type == "storage_class_specifier" and text(c) == "static" for c in n.children)
+                if is_static:
+                    f.statics.append((n, fn))
+                for d in n.children_by_field_name("declarator"):
+                    name, _ = _declarator_name(d)
+                    val = d.child_by_field_name("value") if d.type == "init_declarator" else None
+                    if name:
+                        f.decls.append((name, val if val is not None else d, fn))
+            elif t == "if_statement":
+                cond = n.child_by_field_name("condition")
+                if cond is not None:
+                    f.ifs.append((n, cond, fn))
+                    cons = n.child_by_field_name("consequence")
+                    alt = n.child_by_field_name("alternative")
+                    stack.append((cond, fn, conds))
+                    if cons is not None:
+                        stack.append((cons, fn, conds + [cond]))
+                    if alt is not None:
+                        stack.append((alt, fn, conds + [cond]))
+                    continue
+            elif t in ("for_statement", "while_statement", "do_statement"):
+                f.loops.append((n, fn))
+            elif t == "return_statement":
+                f.returns.append((n, fn))
+            elif t == "conditional_expression":
+                cond = n.child_by_field_name("condition")
+                if cond is not None:
+                    f.ifs.append((n, cond, fn))
+            for c in reversed(n.children):
+                stack.append((c, fn, conds))
+
+
+def build(label: str, host_path: str, source: str, rows: list[int] | None, embedded: bool) -> CudaFacts:
+    tree = parse_cuda(source.encode("utf-8", "replace"))
+    if rows is None:
+        rows = list(range(source.count("\n") + 1))
+    facts = CudaFacts(label, host_path, source, rows, tree, embedded)
+    _Walker(facts).run()
+    return facts

@@ -1,0 +1,550 @@
+"""Data flow: what a returned value derives from, in Python host code and in C++ host code.
+
+The analysis is flow-insensitive inside a function (every binding of a name counts) and
+follows local helpers, self methods, nn sub-modules and extension functions. A custom
+kernel that writes an argument (`kernel[grid](x, out)`, `k<<<...>>>(out.data_ptr<float>())`)
+counts as a definition of that argument, so `out = torch.empty_like(x); launch(out);
+return out` derives from the kernel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import tree_sitter as ts
+
+from hackscan.facts import torchops
+from hackscan.facts.cuda import CFunc, CudaFacts
+from hackscan.facts.python import Call, Func, PyFacts
+from hackscan.parse.trees import text
+
+CUSTOM = "custom"
+HEAVY = "torch-heavy"
+COMPUTE = "torch-compute"
+CREATE = "torch-create"
+GLUE = "torch-glue"
+INPLACE = "torch-inplace"
+PARAM = "param"
+SELF_ATTR = "self-attr"
+LITERAL = "literal"
+REFERENCE = "reference"
+OTHER = "other"
+GLOBAL = "global"
+
+
+@dataclass(frozen=True)
+class Origin:
+    kind: str
+    name: str
+    node: ts.Node
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.name, self.node.start_byte, self.node.end_byte))
+
+    def __eq__(self, o: object) -> bool:
+        return isinstance(o, Origin) and (self.kind, self.name, self.node.start_byte, self.node.end_byte) == (
+            o.kind, o.name, o.node.start_byte, o.node.end_byte)
+
+
+def _key(n: ts.Node) -> tuple[int, int]:
+    return (n.start_byte, n.end_byte)
+
+
+class PyFlow:
+    def __init__(self, py: PyFacts, ext_functions: dict[str, str], reference_names: set[str],
+                 cflow: "CFlow | None" = None):
+        self.py = py
+        self.ext_functions = ext_functions  # python-visible extension function -> extension var
+        self.ext_vars = {v for v in ext_functions.values()}
+        self.reference_names = reference_names
+        self.cflow = cflow
+        self.triton = set(py.triton_kernels)
+        self._call_by_node = {_key(c.node): c for c in py.calls}
+        self._summary: dict[str, frozenset[Origin]] = {}
+        self._in_progress: set[str] = set()
+        self._defs: dict[int, dict[str, list[ts.Node]]] = {}
+        self._launches: dict[str, bool] = {}
+
+    # ---- call classification ----------------------------------------------------
+    def call(self, node: ts.Node) -> Call | None:
+        return self._call_by_node.get(_key(node))
+
+    def local_target(self, c: Call) -> Func | None:
+        """The function of this file that a call runs, if any."""
+        py = self.py
+        fn = c.node.child_by_field_name("function")
+        callee = c.callee
+        if fn is not None and fn.type == "identifier":
+            cands = [f for f in py.funcs if f.name == callee and f.cls is None and f.parent is None]
+            if cands:
+                return cands[-1]
+            k = py.classes.get(callee)
+            if k is not None:
+                return k.methods.get("__init__")
+        parts = callee.split(".")
+        if len(parts) == 2 and parts[0] == "self" and c.func is not None and c.func.cls:
+            k = py.classes.get(c.func.cls)
+            if k is not None and parts[1] in k.methods:
+                return k.methods[parts[1]]
+            sub = self.self_attr_class(c.func.cls, parts[1])
+            if sub is not None:
+                return sub.methods.get("forward")
+        if len(parts) == 2 and parts[1] in ("apply", "forward") and parts[0] in py.classes:
+            return py.classes[parts[0]].methods.get("forward")
+        if len(parts) == 2 and parts[0] in py.classes and parts[1] in py.classes[parts[0]].methods:
+            return py.classes[parts[0]].methods[parts[1]]
+        return None
+
+    def self_attr_init(self, cls: str | None, attr: str) -> list[ts.Node]:
+        if not cls:
+            return []
+        k = self.py.classes.get(cls)
+        if k is None:
+            return []
+        out = list(k.init_attrs.get(attr, []))
+        for b in k.bases:
+            if b in self.py.classes and b != cls:
+                out.extend(self.self_attr_init(b, attr))
+        return out
+
+    def self_attr_class(self, cls: str, attr: str):
+        for v in self.self_attr_init(cls, attr):
+            if v.type == "call":
+                fn = v.child_by_field_name("function")
+                name = text(fn)
+                if name in self.py.classes:
+                    return self.py.classes[name]
+        return None
+
+    def self_attr_ctor(self, cls: str | None, attr: str) -> str | None:
+        for v in self.self_attr_init(cls, attr):
+            if v.type == "call":
+                r, _ = self.py.resolve(v.child_by_field_name("function"))
+                if r:
+                    return r
+        return None
+
+    def kind(self, c: Call) -> str:
+        py = self.py
+        callee = c.callee
+        if callee.endswith("[]"):
+            base = callee[:-2].split(".")[-1]
+            return CUSTOM if base in self.triton or callee[:-2] in self.triton else OTHER
+        parts = callee.split(".")
+        if len(parts) >= 2:
+            owner = ".".join(parts[:-1])
+            if owner in self.ext_vars or (owner.startswith("self.") and self._self_is_ext(c, parts[1])):
+                return CUSTOM
+            if parts[-1] in self.ext_functions and not c.resolved:
+                return CUSTOM
+        if callee in self.ext_functions:
+            return CUSTOM
+        if parts[0] in self.reference_names or (c.resolved and parts[0] in self.reference_names):
+            return REFERENCE
+        if c.resolved and torchops.is_torch_name(callee):
+            k = torchops.classify(callee)
+            if k == "torch-other" and ("nn.functional" in callee or ".ops.aten." in callee):
+                return COMPUTE
+            return {"torch-heavy": HEAVY, "torch-compute": COMPUTE, "torch-create": CREATE,
+                    "torch-glue": GLUE}.get(k, OTHER)
+        if len(parts) == 2 and parts[0] == "self" and c.func is not None:
+            ctor = self.self_attr_ctor(c.func.cls, parts[1])
+            if ctor and torchops.is_torch_name(ctor):
+                k = torchops.classify(ctor)
+                if k in ("torch-heavy", "torch-compute"):
+                    return HEAVY if k == "torch-heavy" else COMPUTE
+                if ctor.split(".")[-1] in ("Sequential", "ModuleList"):
+                    return COMPUTE
+        if self.local_target(c) is not None:
+            return "local"
+        if not c.resolved and len(parts) >= 2:
+            m = parts[-1]
+            if m.endswith("_") and m[:-1] in torchops.TENSOR_METHOD_COMPUTE | {"copy", "fill", "zero"}:
+                return INPLACE
+            if m in torchops.HEAVY:
+                return HEAVY
+            if m in torchops.TENSOR_METHOD_COMPUTE:
+                return COMPUTE
+            if m in torchops.CREATE:
+                return CREATE
+            if m in torchops.GLUE:
+                return GLUE
+        return OTHER
+
+    def _self_is_ext(self, c: Call, attr: str) -> bool:
+        if c.func is None:
+            return False
+        for v in self.self_attr_init(c.func.cls, attr):
+            if text(v) in self.ext_vars:
+                return True
+            if v.type == "call" and any(e.call.node == v for e in self.py.extensions):
+                return True
+        return False
+
+    # ---- definitions -----------------------------------------------------------
+    def defs(self, func: Func) -> dict[str, list[ts.Node]]:
+        key = func.node.start_byte
+        if key in self._defs:
+            return self._defs[key]
+        d: dict[str, list[ts.Node]] = {}
+        for a in self.py.assigns:
+            if a.func is not func or a.value is None:
+                continue
+            for t in a.targets:
+                if t.type in ("identifier", "attribute"):
+                    d.setdefault(text(t), []).append(a.value)
+                    if a.augmented:
+                        d[text(t)].append(t)
+        for st, fn in self.py.subscript_writes:
+            if fn is func:
+                base = st.child_by_field_name("value")
+                asg = st.parent
+                if base is not None and asg is not None and asg.child_by_field_name("right") is not None:
+                    d.setdefault(text(base), []).append(asg.child_by_field_name("right"))
+        for c in self.py.calls:
+            if c.func is not func:
+                continue
+            k = self.kind(c)
+            writes = k == CUSTOM or (k == "local" and self.launches_custom(self.local_target(c)))
+            statement = c.node.parent is not None and c.node.parent.type == "expression_statement"
+            if writes and (statement or c.callee.endswith("[]")):
+                written = self.triton_written_args(c) if c.callee.endswith("[]") else None
+                for i, a in enumerate(c.args):
+                    if written is not None and i not in written:
+                        continue
+                    if a.type in ("identifier", "attribute"):
+                        d.setdefault(text(a), []).append(c.node)
+                    elif a.type == "call":  # out.data_ptr(), out.view(-1)
+                        inner = a.child_by_field_name("function")
+                        if inner is not None and inner.type == "attribute":
+                            obj = inner.child_by_field_name("object")
+                            if obj is not None and obj.type in ("identifier", "attribute"):
+                                d.setdefault(text(obj), []).append(c.node)
+            if k == INPLACE or c.method in ("copy_", "fill_", "zero_"):
+                fn = c.node.child_by_field_name("function")
+                obj = fn.child_by_field_name("object") if fn is not None and fn.type == "attribute" else None
+                if obj is not None and obj.type in ("identifier", "attribute"):
+                    d.setdefault(text(obj), []).append(c.node)
+            out = c.kwarg("out")
+            if out is not None and out.type in ("identifier", "attribute"):
+                d.setdefault(text(out), []).append(c.node)
+        for w, fn in self.py.withs:
+            if fn is func:
+                for item in w.named_children:
+                    pass
+        self._defs[key] = d
+        return d
+
+    def triton_written_args(self, c: Call) -> set[int] | None:
+        """Positions of launch arguments the Triton kernel stores to (None: unknown)."""
+        name = c.callee[:-2].split(".")[-1]
+        k = self.py.triton_kernels.get(name)
+        if k is None:
+            return None
+        stored = self.triton_stored_params(k)
+        return {i for i, p in enumerate(k.params) if p in stored}
+
+    def triton_stored_params(self, k: Func) -> set[str]:
+        """Kernel parameters that tl.store / tl.atomic_* write through."""
+        out: set[str] = set()
+        defs = self.defs(k)
+        for c in self.py.calls_in(k):
+            if c.method in ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+                            "atomic_and", "atomic_or", "atomic_xor") and c.args:
+                for o in self.origins(k, c.args[0]):
+                    if o.kind == PARAM:
+                        out.add(o.name)
+            elif c.method == "make_block_ptr" or c.method == "make_tensor_descriptor":
+                pass
+        return out
+
+    def launches_custom(self, func: Func | None, depth: int = 0) -> bool:
+        if func is None or depth > 6:
+            return False
+        if func.qualname in self._launches:
+            return self._launches[func.qualname]
+        self._launches[func.qualname] = False
+        res = False
+        for c in self.py.calls_in(func):
+            k = self.kind(c)
+            if k == CUSTOM or (k == "local" and self.launches_custom(self.local_target(c), depth + 1)):
+                res = True
+                break
+        for inner in self.py.funcs:
+            if inner.parent is func and self.launches_custom(inner, depth + 1):
+                res = True
+        self._launches[func.qualname] = res
+        return res
+
+    # ---- origins ---------------------------------------------------------------
+    def origins(self, func: Func, node: ts.Node, _seen: set | None = None, depth: int = 0) -> set[Origin]:
+        seen = _seen if _seen is not None else set()
+        out: set[Origin] = set()
+        stack = [node]
+        defs = self.defs(func)
+        while stack:
+            n = stack.pop()
+            k = _key(n)
+            if k in seen:
+                continue
+            seen.add(k)
+            t = n.type
+            if t == "identifier":
+                name = text(n)
+                if name in func.params and name != "self":
+                    out.add(Origin(PARAM, name, n))
+                if name in defs:
+                    stack.extend(defs[name])
+                elif name in func.params:
+                    pass
+                elif func.parent is not None:
+                    out |= self.origins(func.parent, n, seen, depth + 1)
+                elif name in ("None", "True", "False"):
+                    out.add(Origin(LITERAL, name, n))
+                else:
+                    out.add(Origin(GLOBAL, name, n))
+                continue
+            if t == "attribute":
+                name = text(n)
+                if name in defs:
+                    stack.extend(defs[name])
+                    continue
+                obj = n.child_by_field_name("object")
+                if obj is not None and text(obj) == "self":
+                    out.add(Origin(SELF_ATTR, text(n.child_by_field_name("attribute")), n))
+                    continue
+                if obj is not None:
+                    stack.append(obj)
+                continue
+            if t in ("integer", "float", "string", "true", "false", "none"):
+                out.add(Origin(LITERAL, text(n)[:40], n))
+                continue
+            if t == "call":
+                c = self.call(n)
+                if c is None:
+                    stack.extend(n.named_children)
+                    continue
+                kind = self.kind(c)
+                if kind == "local":
+                    target = self.local_target(c)
+                    summ = self.summary(target, depth + 1) if target is not None else frozenset()
+                    out |= {o for o in summ if o.kind != PARAM}
+                    if any(o.kind in (PARAM, SELF_ATTR) for o in summ) or not summ:
+                        stack.extend(c.args)
+                    if target is not None and self.launches_custom(target):
+                        out.add(Origin(CUSTOM, c.callee, n))
+                    continue
+                out.add(Origin(kind, c.callee, n))
+                fn = n.child_by_field_name("function")
+                if fn is not None and fn.type == "attribute" and not c.resolved:
+                    stack.append(fn.child_by_field_name("object"))
+                args = n.child_by_field_name("arguments")
+                if args is not None:
+                    for a in args.named_children:
+                        stack.append(a.child_by_field_name("value") if a.type == "keyword_argument" else a)
+                continue
+            if t == "binary_operator":
+                op = n.child_by_field_name("operator")
+                if op is not None and text(op) == "@":
+                    out.add(Origin(HEAVY, "torch.matmul(@)", n))
+            if t in ("lambda", "comment"):
+                continue
+            stack.extend(c for c in n.named_children if c is not None)
+        return out
+
+    def return_values(self, func: Func) -> list[ts.Node]:
+        vals = []
+        for r, fn in self.py.returns:
+            if fn is func:
+                v = r.named_children[0] if r.named_children else None
+                if v is not None:
+                    vals.append(v)
+        return vals
+
+    def summary(self, func: Func, depth: int = 0) -> frozenset[Origin]:
+        q = func.qualname
+        if q in self._summary:
+            return self._summary[q]
+        if q in self._in_progress or depth > 8:
+            return frozenset()
+        self._in_progress.add(q)
+        out: set[Origin] = set()
+        for v in self.return_values(func):
+            out |= self.origins(func, v, None, depth)
+        self._in_progress.discard(q)
+        res = frozenset(out)
+        self._summary[q] = res
+        return res
+
+    def reachable(self, func: Func, depth: int = 0, seen: set | None = None) -> list[Func]:
+        """func and every local function/method it calls, transitively."""
+        seen = seen if seen is not None else set()
+        if func.qualname in seen or depth > 10:
+            return []
+        seen.add(func.qualname)
+        out = [func]
+        for c in self.py.calls_in(func):
+            t = self.local_target(c)
+            if t is not None:
+                out.extend(self.reachable(t, depth + 1, seen))
+        for inner in self.py.funcs:
+            if inner.parent is func:
+                out.extend(self.reachable(inner, depth + 1, seen))
+        return out
+
+
+# ---------------------------------------------------------------------------------
+ATEN_PREFIXES = ("at::", "torch::", "c10::")
+
+
+def c_kind(callee: str) -> str:
+    """Classify a C++ call: ATen/torch compute, creation, glue, or other."""
+    if callee.startswith(ATEN_PREFIXES) or callee.startswith("."):
+        name = callee.rsplit("::", 1)[-1].lstrip(".")
+        if name.startswith("at_") or name.startswith("_"):
+            name = name.lstrip("_")
+        k = torchops.classify(name)
+        if k in ("torch-heavy",):
+            return HEAVY
+        if k == "torch-compute":
+            return COMPUTE
+        if k == "torch-create":
+            return CREATE
+        if k == "torch-glue":
+            return GLUE
+        if callee.startswith(ATEN_PREFIXES) and "::nn::functional::" in callee:
+            return COMPUTE
+        return OTHER
+    low = callee.lower()
+    if low.startswith(("cublas", "cublaslt", "cudnn", "cutlass")):
+        return "library"
+    return OTHER
+
+
+class CFlow:
+    """Origins of values returned by C++ host functions, across the units of one extension."""
+
+    def __init__(self, units: list[CudaFacts]):
+        self.units = units
+        self.funcs: dict[str, tuple[CudaFacts, CFunc]] = {}
+        for u in units:
+            for f in u.funcs:
+                if f.kind == "host" and f.node.child_by_field_name("body") is not None:
+                    self.funcs[f.name] = (u, f)
+        self._summary: dict[str, frozenset[Origin]] = {}
+
+    def defs(self, unit: CudaFacts, fn: CFunc) -> dict[str, list[ts.Node]]:
+        d: dict[str, list[ts.Node]] = {}
+        for name, val, f in unit.decls:
+            if f is fn:
+                d.setdefault(name, []).append(val)
+        for n, f in unit.assigns:
+            if f is fn:
+                lhs = n.child_by_field_name("left")
+                if lhs is not None and lhs.type == "identifier":
+                    d.setdefault(text(lhs), []).append(n.child_by_field_name("right"))
+        for l in unit.launches:
+            if l.func is fn:
+                for a in l.args:
+                    for ident in _identifiers(a):
+                        d.setdefault(ident, []).append(l.node)
+        for c in unit.calls:
+            if c.func is fn and c.receiver and c.callee.endswith("_") and c.callee.startswith("."):
+                d.setdefault(c.receiver, []).append(c.node)
+            if c.func is fn and c.callee in self.funcs and self.launches(c.callee):
+                args = c.node.child_by_field_name("arguments")
+                for a in (args.named_children if args is not None else []):
+                    for ident in _identifiers(a):
+                        d.setdefault(ident, []).append(c.node)
+        return d
+
+    def launches(self, name: str, depth: int = 0) -> bool:
+        if name not in self.funcs or depth > 6:
+            return False
+        u, f = self.funcs[name]
+        if any(l.func is f for l in u.launches):
+            return True
+        return any(c.func is f and c.callee in self.funcs and c.callee != name and self.launches(c.callee, depth + 1)
+                   for c in u.calls)
+
+    def summary(self, name: str, depth: int = 0) -> frozenset[Origin]:
+        if name in self._summary:
+            return self._summary[name]
+        if name not in self.funcs or depth > 6:
+            return frozenset()
+        self._summary[name] = frozenset()
+        u, f = self.funcs[name]
+        d = self.defs(u, f)
+        params = {p.name for p in f.params}
+        out: set[Origin] = set()
+        seen: set = set()
+        stack = [r.named_children[0] for r, fn in u.returns if fn is f and r.named_children]
+        launch_nodes = {_key(l.node): l for l in u.launches if l.func is f}
+        call_nodes = {_key(c.node): c for c in u.calls if c.func is f}
+        while stack:
+            n = stack.pop()
+            k = _key(n)
+            if k in seen:
+                continue
+            seen.add(k)
+            if n.type == "identifier":
+                nm = text(n)
+                if nm in d:
+                    stack.extend(d[nm])
+                elif nm in params:
+                    out.add(Origin(PARAM, nm, n))
+                continue
+            if n.type == "call_expression":
+                if k in launch_nodes:
+                    out.add(Origin(CUSTOM, launch_nodes[k].kernel, n))
+                    continue
+                c = call_nodes.get(k)
+                if c is not None:
+                    if c.callee in self.funcs:
+                        out |= self.summary(c.callee, depth + 1)
+                        if self.launches(c.callee):
+                            out.add(Origin(CUSTOM, c.callee, n))
+                    else:
+                        kind = c_kind(c.callee)
+                        out.add(Origin(kind, (c.receiver + c.callee) if c.receiver else c.callee, n))
+                    if c.receiver is not None:
+                        fnode = n.child_by_field_name("function")
+                        obj = fnode.child_by_field_name("argument") if fnode is not None else None
+                        if obj is not None:
+                            stack.append(obj)
+                args = n.child_by_field_name("arguments")
+                if args is not None:
+                    stack.extend(args.named_children)
+                continue
+            if n.type in ("number_literal", "string_literal"):
+                out.add(Origin(LITERAL, text(n)[:40], n))
+                continue
+            stack.extend(n.named_children)
+        res = frozenset(out)
+        self._summary[name] = res
+        return res
+
+
+def _identifiers(node: ts.Node) -> Iterable[str]:
+    """Base identifiers in a launch argument: out.data_ptr<float>() -> out; (float*)p -> p."""
+    n = node
+    while n is not None:
+        if n.type == "identifier":
+            yield text(n)
+            return
+        if n.type == "call_expression":
+            fn = n.child_by_field_name("function")
+            if fn is not None and fn.type == "field_expression":
+                n = fn.child_by_field_name("argument")
+                continue
+            args = n.child_by_field_name("arguments")
+            # data_ptr(out) style helpers: follow the first argument
+            n = args.named_children[0] if args is not None and args.named_children else None
+            continue
+        if n.type in ("cast_expression",):
+            n = n.child_by_field_name("value")
+            continue
+        if n.type in ("parenthesized_expression", "pointer_expression", "field_expression"):
+            n = n.named_children[0] if n.named_children else None
+            continue
+        return

@@ -1,0 +1,87 @@
+"""Tree-sitter languages, parsers and small node helpers shared by every parser user."""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterator
+
+import tree_sitter as ts
+
+
+@lru_cache(maxsize=None)
+def python_language() -> ts.Language:
+    import tree_sitter_python
+
+    return ts.Language(tree_sitter_python.language())
+
+
+@lru_cache(maxsize=None)
+def cuda_language() -> ts.Language:
+    import tree_sitter_cuda
+
+    return ts.Language(tree_sitter_cuda.language())
+
+
+@lru_cache(maxsize=None)
+def _parser(lang: str) -> ts.Parser:
+    return ts.Parser(python_language() if lang == "python" else cuda_language())
+
+
+@lru_cache(maxsize=None)
+def query(lang: str, source: str) -> ts.Query:
+    return ts.Query(python_language() if lang == "python" else cuda_language(), source)
+
+
+def parse_python(src: bytes) -> ts.Tree:
+    return _parser("python").parse(src)
+
+
+def parse_cuda(src: bytes) -> ts.Tree:
+    return _parser("cuda").parse(src)
+
+
+def captures(lang: str, qsrc: str, node: ts.Node) -> dict[str, list[ts.Node]]:
+    return ts.QueryCursor(query(lang, qsrc)).captures(node)
+
+
+def text(node: ts.Node | None) -> str:
+    if node is None:
+        return ""
+    return node.text.decode("utf-8", "replace")
+
+
+def line(node: ts.Node) -> int:
+    """1-based line of a node's start."""
+    return node.start_point[0] + 1
+
+
+def first_error(node: ts.Node) -> ts.Node | None:
+    if not node.has_error:
+        return None
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            return n
+        stack.extend(c for c in reversed(n.children) if c.has_error)
+    return None
+
+
+def walk(node: ts.Node) -> Iterator[ts.Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+def ancestors(node: ts.Node) -> Iterator[ts.Node]:
+    p = node.parent
+    while p is not None:
+        yield p
+        p = p.parent
+
+
+def snippet_line(source_lines: list[str], line_no: int) -> str:
+    if 1 <= line_no <= len(source_lines):
+        return source_lines[line_no - 1].strip()
+    return ""

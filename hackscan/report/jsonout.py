@@ -1,0 +1,32 @@
+"""JSON (one versioned document) and JSONL (one submission per line)."""
+from __future__ import annotations
+
+import json
+
+from hackscan import __version__
+from hackscan.findings import SubmissionResult
+from hackscan.report import summary
+
+SCHEMA_VERSION = 1
+
+
+def document(results: list[SubmissionResult], *, policy: str, dynamic: str = "off") -> dict:
+    return {
+        "schema": "hackscan-audit",
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "hackscan", "version": __version__},
+        "policy": policy,
+        "dynamic": dynamic,
+        "submissions": [r.to_json() for r in results],
+        "summary": summary(results),
+    }
+
+
+def render(results: list[SubmissionResult], *, policy: str, dynamic: str = "off") -> str:
+    return json.dumps(document(results, policy=policy, dynamic=dynamic), indent=2) + "\n"
+
+
+def render_line(result: SubmissionResult) -> str:
+    d = result.to_json()
+    d["schema_version"] = SCHEMA_VERSION
+    return json.dumps(d, separators=(",", ":")) + "\n"

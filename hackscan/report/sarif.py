@@ -1,0 +1,84 @@
+"""SARIF 2.1.0 for GitHub code scanning: stable rule ids, relative URIs, regions, partial
+fingerprints, rule metadata with help text from the rule docstrings."""
+from __future__ import annotations
+
+import json
+
+from hackscan import __version__
+from hackscan.findings import SubmissionResult
+from hackscan.rule import Rule
+
+LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note", "info": "note"}
+SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0", "info": "1.0"}
+HELP_URI = "docs/rules/{id}.md"
+
+
+def _rule(r: type[Rule]) -> dict:
+    d = r.docs()
+    md = "\n\n".join(f"**{k}**\n\n{v}" for k, v in d.items())
+    return {
+        "id": r.id,
+        "name": "".join(p.capitalize() for p in r.id.split("-")),
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": d.get("What it flags", r.summary).replace("\n", " ")},
+        "help": {"text": md, "markdown": md},
+        "helpUri": HELP_URI.format(id=r.id),
+        "defaultConfiguration": {"level": LEVEL[r.severity]},
+        "properties": {"tags": ["security", r.category, r.hack_type], "hack_type": r.hack_type,
+                       "category": r.category, "precision": {"low": "low", "medium": "medium",
+                                                             "high": "high"}[r.confidence],
+                       "security-severity": SECURITY_SEVERITY[r.severity]},
+    }
+
+
+def _loc(loc) -> dict:
+    region = {"startLine": loc.line, "startColumn": loc.column}
+    if loc.end_line:
+        region["endLine"] = max(loc.end_line, loc.line)
+    return {"physicalLocation": {"artifactLocation": {"uri": loc.path, "uriBaseId": "%SRCROOT%"},
+                                 "region": region}}
+
+
+def document(results: list[SubmissionResult], rules: list[type[Rule]]) -> dict:
+    index = {r.id: i for i, r in enumerate(rules)}
+    out_results = []
+    notes = []
+    for s in results:
+        if s.verdict == "error":
+            notes.append({"level": "error", "message": {"text": f"{s.path}: {s.error}"},
+                          "locations": [{"physicalLocation": {"artifactLocation": {"uri": s.path,
+                                                                                   "uriBaseId": "%SRCROOT%"}}}]})
+        for f in s.findings:
+            msg = f.message
+            if f.location.embedded is not None:
+                msg += f" (in {f.location.embedded}, line {f.location.embedded_line})"
+            res = {
+                "ruleId": f.rule_id,
+                "level": LEVEL[f.severity],
+                "message": {"text": msg},
+                "locations": [_loc(f.location)],
+                "partialFingerprints": {"hackscanFingerprint/v1": f.fingerprint},
+                "properties": {"hack_type": f.hack_type, "confidence": f.confidence, "severity": f.severity,
+                               "verdict": s.verdict, "dynamic": f.dynamic.status},
+            }
+            if f.rule_id in index:
+                res["ruleIndex"] = index[f.rule_id]
+            if f.related:
+                res["relatedLocations"] = [dict(_loc(r.location), id=i, message={"text": r.message})
+                                           for i, r in enumerate(f.related)]
+            out_results.append(res)
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "hackscan", "version": __version__, "semanticVersion": __version__,
+                                "rules": [_rule(r) for r in rules]}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": "./"}},
+            "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notes}],
+            "results": out_results,
+        }],
+    }
+
+
+def render(results: list[SubmissionResult], rules: list[type[Rule]]) -> str:
+    return json.dumps(document(results, rules), indent=2) + "\n"

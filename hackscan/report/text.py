@@ -1,0 +1,73 @@
+"""Human-readable report: a code frame per finding, a verdict line per submission, a summary."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hackscan.findings import Finding, SubmissionResult
+from hackscan.report import summary
+
+COLORS = {"critical": "\x1b[1;31m", "high": "\x1b[31m", "medium": "\x1b[33m", "low": "\x1b[36m",
+          "info": "\x1b[2m", "hacked": "\x1b[1;31m", "violation": "\x1b[35m", "suspect": "\x1b[33m",
+          "clean": "\x1b[32m", "error": "\x1b[1;35m"}
+RESET = "\x1b[0m"
+
+
+def _c(s: str, key: str, color: bool) -> str:
+    return f"{COLORS.get(key, '')}{s}{RESET}" if color else s
+
+
+def _frame(f: Finding, lines_cache: dict, root: Path | None) -> list[str]:
+    path = f.location.path
+    if path not in lines_cache:
+        try:
+            p = Path(path) if Path(path).is_absolute() or root is None else root / path
+            lines_cache[path] = p.read_text("utf-8", "replace").splitlines()
+        except OSError:
+            lines_cache[path] = []
+    lines = lines_cache[path]
+    ln = f.location.line
+    if not (1 <= ln <= len(lines)):
+        return [f"     | {f.snippet}"] if f.snippet else []
+    src = lines[ln - 1]
+    width = len(str(ln))
+    out = [f" {' ' * width} |", f" {ln} | {src}"]
+    col = max(1, f.location.column if f.location.embedded is None else len(src) - len(src.lstrip()) + 1)
+    if f.location.embedded is not None and f.snippet and f.snippet in src:
+        col = src.index(f.snippet) + 1
+    out.append(f" {' ' * width} | {' ' * (col - 1)}^")
+    return out
+
+
+def render(results: list[SubmissionResult], *, color: bool = False, show_clean: bool = True,
+           root: Path | None = None) -> str:
+    out: list[str] = []
+    cache: dict = {}
+    for r in results:
+        for f in r.findings:
+            loc = f.location
+            head = f"{loc.path}:{loc.line}:{loc.column}: {_c(f.rule_id, f.severity, color)} " \
+                   f"[{f.severity}, {f.confidence} confidence] {f.message}"
+            out.append(head)
+            out.extend(_frame(f, cache, root))
+            notes = [f"hack type: {f.hack_type}"]
+            if loc.embedded is not None:
+                notes.append(f"in {loc.embedded} line {loc.embedded_line}")
+            if f.probes:
+                notes.append(f"confirm with: {', '.join(f.probes)}")
+            out.append(f"   = {'; '.join(notes)}")
+            for rel in f.related:
+                out.append(f"   - {rel.location.path}:{rel.location.line}: {rel.message}")
+            out.append("")
+        if r.verdict != "clean" or show_clean:
+            types = f" ({', '.join(r.hack_types)})" if r.hack_types else ""
+            extra = f": {r.error}" if r.error else ""
+            out.append(f"{r.path}: {_c(r.verdict, r.verdict, color)}{types}{extra}")
+            if r.findings or r.error:
+                out.append("")
+    s = summary(results)
+    v = s["verdicts"]
+    parts = [f"{v[k]} {k}" for k in ("clean", "suspect", "hacked", "violation", "error") if v[k]]
+    out.append(f"Audited {s['submissions']} submission{'s' if s['submissions'] != 1 else ''}: "
+               f"{', '.join(parts) or 'none'}; {s['findings']} finding{'s' if s['findings'] != 1 else ''} "
+               "(static only: dynamic confirmation not run).")
+    return "\n".join(out) + "\n"

@@ -58,6 +58,7 @@ class Store:
     value: ts.Node | None
     func: CFunc
     conditions: list[ts.Node]
+    idents: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -149,6 +150,15 @@ def _base_of(lhs: ts.Node) -> str | None:
     return None
 
 
+def _idents(node: ts.Node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            yield n
+        stack.extend(n.named_children)
+
+
 def _call_name(fn: ts.Node) -> tuple[str, str | None]:
     if fn.type == "field_expression":
         field_ = fn.child_by_field_name("field")
@@ -214,6 +224,11 @@ class _Walker:
                 elif callee is not None:
                     name, recv = _call_name(callee)
                     f.calls.append(CCall(n, name, recv, fn))
+                    if fn is not None and fn.kind in ("global", "device") and name.startswith("atomic") and args is not None \
+                            and args.named_children:
+                        a0 = args.named_children[0]
+                        f.stores.append(Store(n, _base_of(a0) or "", None, fn, list(conds),
+                                              frozenset(text(x) for x in _idents(a0))))
                     if name == ".def" and args is not None and len(args.named_children) >= 2:
                         a0, a1 = args.named_children[0], args.named_children[1]
                         if a0.type == "string_literal":
@@ -225,8 +240,9 @@ class _Walker:
                 if fn.kind in ("global", "device") and lhs is not None and lhs.type in (
                         "subscript_expression", "pointer_expression"):
                     base = _base_of(lhs)
-                    if base:
-                        f.stores.append(Store(n, base, n.child_by_field_name("right"), fn, list(conds)))
+                    idents = frozenset(text(x) for x in _idents(lhs))
+                    if base or idents:
+                        f.stores.append(Store(n, base or "", n.child_by_field_name("right"), fn, list(conds), idents))
             elif t == "declaration":
                 is_static = any(c.type == "storage_class_specifier" and text(c) == "static" for c in n.children)
                 if is_static:

@@ -1,0 +1,66 @@
+from hackscan.rule import Rule
+
+PY_ASYNC = ("threading", "concurrent.futures", "multiprocessing", "asyncio", "_thread", "queue.Queue",
+            "torch.multiprocessing", "torch.futures", "torch.jit.fork", "torch.jit._fork")
+CPP_ASYNC = ("std::thread", "std::async", "pthread_create", "cudaLaunchHostFunc", "cudaStreamAddCallback",
+             "std::jthread", "boost::thread", "at::launch", "at::parallel_for")
+
+
+class HostThreadOffload(Rule):
+    """The candidate starts threads, processes, futures or host callbacks.
+
+    What it flags
+        Uses of `threading`, `concurrent.futures`, `multiprocessing`, `asyncio`,
+        `torch.jit.fork` and `torch.futures` in the candidate; `std::thread`, `std::async`,
+        `pthread_create`, `cudaLaunchHostFunc` and `cudaStreamAddCallback` in its C++.
+
+    Why it is a hack
+        Work finished by another thread after forward returns is not timed; results written
+        later may still land before the comparison reads them.
+
+    Example
+        pool = ThreadPoolExecutor(1)
+        def forward(self, x):
+            out = torch.empty_like(x)
+            pool.submit(ext.run, x, out)
+            return out
+
+    Legitimate look-alike
+        None in a benchmark candidate: kernels do not need host threads. `at::parallel_for`
+        in CPU fallback code is reported low.
+
+    Dynamic confirmation
+        Thread count around the call; output bytes fingerprinted at return and after the
+        process is idle.
+
+    Known gaps
+        Threads started by a third-party library the candidate imports are not seen.
+    """
+
+    id = "host-thread-offload"
+    hack_type = "async-offload"
+    severity = "high"
+    confidence = "high"
+    summary = "the candidate offloads work to threads, processes or host callbacks"
+    languages = ("python", "cuda")
+    needs = ("python", "cuda")
+    probes = ("thread-count", "output-fingerprint")
+
+    def check(self, ctx):
+        f = ctx.facts
+        if f.py is not None:
+            for mod, node in f.py.imported_modules:
+                if mod.startswith(PY_ASYNC):
+                    ctx.report(node, f"imports {mod}")
+            for c in f.py.calls:
+                if c.resolved and c.callee.startswith(("torch.jit.fork", "torch.jit._fork", "torch.futures")):
+                    ctx.report(c.node, f"{c.callee} runs work asynchronously")
+        for u in f.cuda:
+            for c in u.facts.calls:
+                if c.callee.startswith(CPP_ASYNC):
+                    ctx.report(c.node, f"{c.callee} runs work off the calling thread", unit=u,
+                               severity="low" if c.callee == "at::parallel_for" else None)
+            for name, val, fn in u.facts.decls:
+                t = val.parent.text.decode() if val.parent is not None else ""
+                if t.startswith(("std::thread", "std::jthread")):
+                    ctx.report(val, f"std::thread {name} runs work off the calling thread", unit=u)

@@ -1,0 +1,65 @@
+from hackscan.rule import Rule
+from hackscan.parse.trees import text
+
+
+class StringBuiltApiName(Rule):
+    """An API name is built from strings (`getattr(torch, "mat" + "mul")`) or pasted tokens.
+
+    What it flags
+        `getattr` on an imported module or class with a name that is concatenated, formatted,
+        or otherwise not a plain literal; plain-literal `getattr` on torch (`getattr(torch,
+        "matmul")`) at lower severity; C/C++ macros that paste tokens (`a##b`) into names.
+
+    Why it is a hack
+        Building the name hides the call from readers and from tools that match names: a
+        `torch.matmul` fallback spelled `getattr(torch, "mat" + "mul")` is the same fallback.
+        hackscan resolves constant names for its other rules and reports the spelling here.
+
+    Example
+        mm = getattr(torch, "mat" + "mul")
+
+    Legitimate look-alike
+        `getattr(self, name)` over the module's own attributes, and token pasting in
+        well-known dispatch macros (`AT_DISPATCH_*` from PyTorch's headers) are not reported.
+
+    Dynamic confirmation
+        Launched-kernel attribution sees the real calls, whatever their spelling.
+
+    Known gaps
+        Names computed from data at run time cannot be resolved; the finding says so.
+    """
+
+    id = "string-built-api-name"
+    hack_type = "obfuscation"
+    severity = "medium"
+    confidence = "high"
+    summary = "an API name is assembled from strings or pasted tokens"
+    languages = ("python", "cuda")
+    needs = ("python", "cuda")
+    probes = ("kernel-attribution",)
+
+    def check(self, ctx):
+        f = ctx.facts
+        py = f.py
+        if py is not None:
+            for c in py.calls:
+                if c.callee not in ("getattr", "builtins.getattr") or len(c.args) < 2:
+                    continue
+                target, _ = py.resolve(c.args[0])
+                if not target or not py.is_import_rooted(target):
+                    continue
+                name = c.args[1]
+                if name.type == "string" and not any(ch.type == "interpolation" for ch in name.children):
+                    ctx.report(c.node, f"getattr({target}, {text(name)}) spells an API name as a string",
+                               severity="low")
+                else:
+                    from hackscan.parse.strings import const_str
+
+                    resolved = const_str(name, py.lookup)
+                    ctx.report(c.node, f"getattr on {target} with a built name" +
+                               (f" (resolves to {target}.{resolved})" if resolved else " that cannot be resolved"))
+        for u in f.cuda:
+            for m in u.facts.macros:
+                body = text(m.child_by_field_name("value"))
+                if "##" in body and "AT_" not in text(m.child_by_field_name("name")):
+                    ctx.report(m, f"macro {text(m.child_by_field_name('name'))} pastes tokens into names", unit=u)

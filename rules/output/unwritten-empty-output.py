@@ -1,0 +1,116 @@
+from hackscan.facts.flow import CREATE, CUSTOM, GLUE, LITERAL, PARAM
+from hackscan.facts import torchops
+from hackscan.rule import Rule
+from hackscan.parse.trees import text, walk
+
+EMPTY_CPP = ("torch::empty", "at::empty", "torch::empty_like", "at::empty_like", "torch::empty_strided",
+             "at::empty_strided")
+
+
+class UnwrittenEmptyOutput(Rule):
+    """The output is allocated uninitialised (`torch.empty`) and no kernel writes it.
+
+    What it flags
+        forward returns a tensor from `torch.empty`/`empty_like`/`new_empty` that no custom
+        kernel writes; a Triton launch or CUDA launch that receives the buffer in a parameter
+        the kernel never stores to; in C++, `torch::empty_like(x)` returned after launches
+        that never store to it.
+
+    Why it is a hack
+        Uninitialised memory from the caching allocator often still holds the previous
+        tensor of the same size: in a benchmark that is the reference's output, freed just
+        before the candidate runs. The "150x" claim built on this was later measured about
+        3x slower.
+
+    Example
+        out = torch.empty_like(x)
+        return out          # holds whatever the allocator hands back
+
+    Legitimate look-alike
+        `torch.empty` followed by a kernel that stores to every element of it (stores and
+        atomics through the buffer's pointer parameter count).
+
+    Dynamic confirmation
+        Candidate run before the reference, allocator poisoned with NaN sentinels, outputs
+        pre-filled with sentinels, two calls on different inputs.
+
+    Known gaps
+        A kernel that writes only part of the buffer is partial-grid-coverage's finding;
+        writes through pointers stored in structs are not followed.
+    """
+
+    id = "unwritten-empty-output"
+    hack_type = "stale-memory"
+    severity = "high"
+    confidence = "high"
+    summary = "an uninitialised output buffer is returned without a kernel writing it"
+    languages = ("python", "cuda", "triton")
+    needs = ("flow", "cuda")
+    probes = ("poisoned-allocator", "sentinel-output")
+
+    def check(self, ctx):
+        f = ctx.facts
+        if f.forward is not None:
+            for value, origins in f.forward_returns:
+                kinds = {o.kind for o in origins}
+                empties = [o for o in origins if o.kind == CREATE and torchops.canonical_op(o.name) in torchops.UNINIT]
+                if empties and CUSTOM not in kinds and kinds <= {CREATE, GLUE, LITERAL, PARAM, "other", "global"}:
+                    ctx.report(value, f"returns memory from {empties[0].name} that no kernel writes",
+                               related=[(empties[0].node, "allocated uninitialised here", None)])
+            fl = f.flow
+            for name, call in f.py.triton_launches:
+                kname = name.split(".")[-1]
+                k = f.py.triton_kernels.get(kname)
+                if k is None or call.func is None:
+                    continue
+                stored = fl.triton_stored_params(k)
+                if not stored:
+                    ctx.report(call.node, f"Triton kernel {kname} stores to none of its arguments")
+                    continue
+                for i, a in enumerate(call.args):
+                    if i >= len(k.params) or k.params[i] in stored or a.type != "identifier":
+                        continue
+                    defs = fl.defs(call.func).get(text(a), [])
+                    if any(_is_empty_alloc(f, d) for d in defs) and len(defs) == 1:
+                        ctx.report(a, f"{text(a)} is allocated with torch.empty and passed to {kname}'s "
+                                   f"parameter {k.params[i]}, which the kernel never stores to")
+        for u in f.cuda:
+            uf = u.facts
+            kernels = uf.kernels
+            for l in uf.launches:
+                k = kernels.get(l.kernel)
+                if k is None or l.func is None:
+                    continue
+                written = {x for s in uf.stores if s.func is k for x in s.idents}
+                aliases = _local_aliases(uf, k)
+                for alias, srcs in aliases.items():
+                    if alias in written:
+                        written |= srcs
+                empty_vars = {name for name, val, fn in uf.decls if fn is l.func and
+                              any(text(n).startswith(EMPTY_CPP) for n in walk(val) if n.type == "call_expression")}
+                for i, a in enumerate(l.args):
+                    if i >= len(k.params):
+                        break
+                    base = next((text(n) for n in walk(a) if n.type == "identifier"), None)
+                    p = k.params[i]
+                    if base in empty_vars and p.pointer and p.name not in written:
+                        ctx.report(a, f"{base} comes from an uninitialised allocation and is passed to "
+                                   f"{l.kernel}'s parameter {p.name}, which the kernel never stores to", unit=u)
+
+
+def _is_empty_alloc(f, node) -> bool:
+    if node.type != "call":
+        return False
+    c = f.flow.call(node)
+    return c is not None and torchops.canonical_op(c.callee) in torchops.UNINIT
+
+
+def _local_aliases(uf, k):
+    """float* o = out + offset; -> {"o": {"out"}} inside kernel k."""
+    out = {}
+    for name, val, fn in uf.decls:
+        if fn is k:
+            ids = {text(n) for n in walk(val) if n.type == "identifier"}
+            if ids:
+                out[name] = ids
+    return out

@@ -1,0 +1,81 @@
+from hackscan.rule import Rule
+from hackscan.parse.trees import text, walk
+
+
+class CallCounter(Rule):
+    """forward counts its calls and branches on the count.
+
+    What it flags
+        `self.n += 1` (or `self.n = self.n + 1`, a `global` counter, a C++ `static int`
+        incremented in a host function) in forward or its helpers. Severity is high when a
+        condition reads the counter.
+
+    Why it is a hack
+        Harnesses check correctness on the first calls and time the later ones. A counter
+        tells the phases apart: honest while checked, a shortcut while timed.
+
+    Example
+        self.calls += 1
+        if self.calls > 5:
+            return self.last
+
+    Legitimate look-alike
+        Statistics kept for logging that no branch reads are reported at medium severity;
+        autotuners that pick a config on the first call and keep every path correct read
+        a config cache, not a counter.
+
+    Dynamic confirmation
+        Indistinguishable phases: outputs rechecked inside the timed loop, calls beyond the
+        warm-up compared with the reference.
+
+    Known gaps
+        Counters kept in closures or in objects other than the module are not followed.
+    """
+
+    id = "call-counter"
+    hack_type = "phase-detection"
+    severity = "medium"
+    confidence = "high"
+    summary = "forward counts its calls"
+    languages = ("python", "cuda")
+    needs = ("flow", "cuda")
+    probes = ("timed-recheck",)
+
+    def check(self, ctx):
+        f = ctx.facts
+        if f.forward is not None:
+            funcs = {fn.qualname for fn in f.forward_funcs}
+            branch_reads = set()
+            for b in f.py.branches:
+                if b.func is not None and b.func.qualname in funcs:
+                    for n in walk(b.condition):
+                        if n.type in ("attribute", "identifier"):
+                            branch_reads.add(text(n))
+            globals_declared = {n for n, _, fn in f.py.globals_declared if fn is not None and fn.qualname in funcs}
+            for a in f.py.assigns:
+                if a.func is None or a.func.qualname not in funcs or a.value is None:
+                    continue
+                for t in a.targets:
+                    tt = text(t)
+                    stateful = tt.startswith("self.") or tt in globals_declared
+                    if not stateful:
+                        continue
+                    incr = a.augmented and a.value.type == "integer" or (
+                        not a.augmented and a.value.type == "binary_operator" and tt in text(a.value)
+                        and any(c.type == "integer" for c in a.value.named_children))
+                    if incr:
+                        hot = tt in branch_reads
+                        ctx.report(a.node, f"forward counts its calls in {tt}" + (" and branches on the count" if hot else ""),
+                                   severity="high" if hot else None)
+        for u in f.cuda:
+            statics = {}
+            for node, fn in u.facts.statics:
+                if fn is not None and fn.kind == "host":
+                    for d in node.children_by_field_name("declarator"):
+                        nm = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+                        statics[text(nm)] = node
+            for n in walk(u.facts.tree.root_node):
+                if n.type == "update_expression" or (n.type == "assignment_expression" and text(n).split("+=")[0].strip() in statics):
+                    arg = next((text(c) for c in n.named_children if c.type == "identifier"), None)
+                    if arg in statics:
+                        ctx.report(n, f"host code counts calls in static {arg}", unit=u)

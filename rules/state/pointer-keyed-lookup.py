@@ -1,0 +1,80 @@
+from hackscan.rule import Rule
+from hackscan.parse.trees import text, walk
+
+KEYS = ("data_ptr", "_version", "untyped_storage", "storage", "_cdata", "unsafe_get_storage")
+
+
+class PointerKeyedLookup(Rule):
+    """forward compares or keys on a tensor's pointer, id or version.
+
+    What it flags
+        `x.data_ptr()`, `id(x)`, `x._version`, `x.untyped_storage().data_ptr()` used inside a
+        condition, a comparison, a dict key or a stored attribute in forward or its helpers;
+        in C++, `data_ptr()` compared with a stored pointer.
+
+    Why it is a hack
+        The identity of an input buffer says nothing about its values: a harness that
+        refills the same tensor in place, or reuses one input set for every timing trial,
+        gets the cached answer of another call.
+
+    Example
+        if x.data_ptr() == self._last_ptr:
+            return self._last_out
+
+    Legitimate look-alike
+        Passing `x.data_ptr()` as an argument to a kernel launch (raw pointers into ctypes or
+        a custom launcher) is not a lookup.
+
+    Dynamic confirmation
+        Fresh-call consistency: same storage refilled with new values, then repeated calls.
+
+    Known gaps
+        Keys built from a content sample (`x[0, 0].item()`) are value-dependent-branch's
+        finding.
+    """
+
+    id = "pointer-keyed-lookup"
+    hack_type = "result-caching"
+    severity = "high"
+    confidence = "high"
+    summary = "forward keys or branches on a tensor pointer, id or version"
+    languages = ("python", "cuda")
+    needs = ("flow", "cuda")
+    probes = ("fresh-call-consistency",)
+
+    def check(self, ctx):
+        f = ctx.facts
+        if f.forward is not None:
+            funcs = {fn.qualname for fn in f.forward_funcs}
+            for c in f.py.calls:
+                if c.func is None or c.func.qualname not in funcs:
+                    continue
+                is_key = c.method in KEYS or (c.callee == "id" and c.args)
+                if not is_key:
+                    continue
+                if self._passed_to_call(c.node):
+                    continue
+                ctx.report(c.node, f"{text(c.node)[:60]} identifies the input buffer, not its values")
+            for a in f.py.attr_writes:
+                pass
+            for b in f.py.branches:
+                if b.func is not None and b.func.qualname in funcs:
+                    for n in walk(b.condition):
+                        if n.type == "attribute" and text(n.child_by_field_name("attribute")) == "_version":
+                            ctx.report(n, "forward branches on a tensor's version counter")
+        for u in f.cuda:
+            for node, cond, fn in u.facts.ifs:
+                if fn is not None and "data_ptr" in text(cond) and ("==" in text(cond) or "!=" in text(cond)):
+                    ctx.report(cond, "host code compares a tensor's data pointer with a stored one", unit=u)
+
+    @staticmethod
+    def _passed_to_call(node):
+        p = node.parent
+        if p is None:
+            return False
+        if p.type == "argument_list":
+            gp = p.parent
+            fn = gp.child_by_field_name("function") if gp is not None else None
+            name = text(fn) if fn is not None else ""
+            return name not in ("hash", "str", "tuple", "int") and not name.endswith((".get", "setdefault"))
+        return False

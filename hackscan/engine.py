@@ -81,10 +81,6 @@ def run_rules(facts: Facts, lines: list[str], rules: list[type[Rule]], opts: Opt
         langs = set(rule.languages)
         if not ((has_py and langs & {"python", "triton"}) or (has_cuda and "cuda" in langs)):
             continue
-        if "python" in rule.needs and not has_py:
-            continue
-        if "cuda" in rule.needs and "python" not in rule.needs and not has_cuda:
-            continue
         ctx = Context(facts, lines, rule())
         ctx.rule.check(ctx)
         findings.extend(ctx.findings)
@@ -116,8 +112,9 @@ def verdict(findings: list[Finding], policy: str) -> tuple[str, tuple[str, ...],
         drivers, v = serious, "suspect"
     else:
         drivers, v = [], "clean"
-    reasons = tuple(f"{f.rule_id}: {f.message}" for f in drivers)
-    types = tuple(sorted({f.hack_type for f in (drivers if v != "clean" else [])}, key=list(HACK_TYPES).index))
+    involved = drivers + [f for f in serious if f not in drivers]
+    reasons = tuple(f"{f.rule_id}: {f.message}" for f in involved)
+    types = tuple(sorted({f.hack_type for f in involved}, key=list(HACK_TYPES).index))
     return v, reasons, types
 
 

@@ -36,7 +36,7 @@ class UnresolvedKernelSource(Rule):
     severity = "low"
     confidence = "high"
     summary = "kernel source built at run time could not be analysed"
-    languages = ("python", "cuda")
+    languages = ("python",)
     needs = ("python",)
     probes = ("kernel-attribution",)
 

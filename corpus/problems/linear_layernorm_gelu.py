@@ -1,0 +1,33 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Linear, LayerNorm, exact GELU and a scale: a chain where only the GEMM is heavy."""
+
+    def __init__(self, in_features, out_features, scale):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.norm = nn.LayerNorm(out_features)
+        self.scale = scale
+
+    def forward(self, x):
+        x = self.linear(x)
+        x = self.norm(x)
+        x = F.gelu(x)
+        return x * self.scale
+
+
+batch_size = 256
+in_features = 1024
+out_features = 1024
+scale = 0.5
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, scale]

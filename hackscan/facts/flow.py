@@ -46,6 +46,20 @@ class Origin:
             o.kind, o.name, o.node.start_byte, o.node.end_byte)
 
 
+ARITH = ("+", "-", "*", "/", "//", "%", "**")
+SHAPEISH = (".shape", ".size(", ".numel(", "len(", ".dim(", ".ndim", ".stride(")
+
+
+def _scalar_operand(n: ts.Node) -> bool:
+    """A literal or a size expression: arithmetic on these is index math, not compute."""
+    if n.type in ("integer", "float"):
+        return True
+    if n.type == "parenthesized_expression" or n.type == "binary_operator" or n.type == "unary_operator":
+        return all(_scalar_operand(c) for c in n.named_children if c.type not in ("comment",))
+    t = text(n)
+    return any(s in t for s in SHAPEISH)
+
+
 def _key(n: ts.Node) -> tuple[int, int]:
     return (n.start_byte, n.end_byte)
 
@@ -345,8 +359,11 @@ class PyFlow:
                 continue
             if t == "binary_operator":
                 op = n.child_by_field_name("operator")
-                if op is not None and text(op) == "@":
+                ot = text(op) if op is not None else ""
+                if ot == "@":
                     out.add(Origin(HEAVY, "torch.matmul(@)", n))
+                elif ot in ARITH and not all(_scalar_operand(c) for c in n.named_children):
+                    out.add(Origin(COMPUTE, f"operator{ot}", n))
             if t in ("lambda", "comment"):
                 continue
             stack.extend(c for c in n.named_children if c is not None)

@@ -185,7 +185,7 @@ class PyFacts:
                     base, _ = self.resolve(parts[0])
                     name = const_str(parts[1], self.lookup)
                     if base and name is not None and name.isidentifier():
-                        return f"{base}.{name}", parts[1].type != "string" or True
+                        return f"{base}.{name}", True
             return None, False
         if t == "parenthesized_expression" and node.named_children:
             return self.resolve(node.named_children[0])
@@ -340,7 +340,8 @@ class _Builder:
                 if tg.type == "identifier" and func is None and cls is None and right is not None:
                     name = text(tg)
                     f.module_bindings.setdefault(name, []).append(right)
-                    if right.type in ("identifier", "attribute") and not aug:
+                    is_getattr = right.type == "call" and text(right.child_by_field_name("function")) == "getattr"
+                    if (right.type in ("identifier", "attribute") or is_getattr) and not aug:
                         r, _ = f.resolve(right)
                         if r and f.is_import_rooted(r) and r != name:
                             f.aliases[name] = r

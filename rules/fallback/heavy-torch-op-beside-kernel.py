@@ -56,8 +56,10 @@ class HeavyTorchOpBesideKernel(Rule):
             sev, conf = "low", "medium"
             if ref is not None and ref.heavy_ops:
                 light = ref.ops - ref.heavy_ops
-                kept_main = ref.heavy_ops <= (names | ({"matmul"} if "torch.matmul(@)" in {o.name for o in heavy} else set())
-                                              | _aliases(names))
+                kept = {n.lower() for n in names | _aliases(names)}
+                if "torch.matmul(@)" in {o.name for o in heavy}:
+                    kept |= _aliases({"matmul"})
+                kept_main = {h.lower() for h in ref.heavy_ops} <= kept
                 if kept_main and len(light) <= 1:
                     sev, conf = "medium", "high"
             for o in sorted(heavy, key=lambda o: o.node.start_byte):

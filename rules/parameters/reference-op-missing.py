@@ -49,7 +49,7 @@ class ReferenceOpMissing(Rule):
             return
         tokens = set()
         for c in f.py.calls:
-            tokens.add(c.callee.split(".")[-1].lower())
+            tokens.update(part.lower() for part in c.callee.split("."))
         for r in f.flow.reference_names:
             tokens.add(r.lower())
         for k, vals in (f.entry_class.init_attrs.items() if f.entry_class else []):

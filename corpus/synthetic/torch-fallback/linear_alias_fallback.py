@@ -1,0 +1,16 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as G
+
+
+class ModelNew(nn.Module):
+    """Claims a fused GEMM+ReLU; both are PyTorch calls under an alias."""
+
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(out_features, in_features) * 0.02)
+        self.bias = nn.Parameter(torch.zeros(out_features))
+
+    def forward(self, x):
+        y = G.linear(x, self.weight, self.bias)
+        return G.relu(y)  # hackscan: expect[torch-op-on-return-path]

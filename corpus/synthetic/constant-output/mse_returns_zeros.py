@@ -1,0 +1,7 @@
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.zeros((), device=predictions.device)  # hackscan: expect[returns-constant-tensor]

@@ -1,0 +1,28 @@
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+src = """
+#include <torch/extension.h>
+__global__ void row_sum(const float* x, float* out, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows / 2) {  // hackscan: expect[partial-grid-coverage]
+        float s = 0.f;
+        for (int j = 0; j < cols; ++j) s += x[r * cols + j];
+        out[r] = s;
+    }
+}
+torch::Tensor rsum(torch::Tensor x) {
+    auto out = torch::zeros({x.size(0)}, x.options());
+    int rows = x.size(0), cols = x.size(1);
+    row_sum<<<(rows + 127) / 128, 128>>>(x.data_ptr<float>(), out.data_ptr<float>(), rows, cols);
+    return out;
+}
+"""
+ext = load_inline(name="rsum_half", cpp_sources="torch::Tensor rsum(torch::Tensor x);",
+                  cuda_sources=src, functions=["rsum"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.rsum(x)

@@ -48,8 +48,10 @@ class ReferenceOpMissing(Rule):
         if f.py is None or f.forward is None or not ref.ops:
             return
         tokens = set()
+        on_path = {fn.qualname for fn in f.forward_funcs} | {k.qualname for k in f.py.triton_kernels.values()}
         for c in f.py.calls:
-            tokens.update(part.lower() for part in c.callee.split("."))
+            if c.func is not None and c.func.qualname in on_path:
+                tokens.update(part.lower() for part in c.callee.split("."))
         for r in f.flow.reference_names:
             tokens.add(r.lower())
         for k, vals in (f.entry_class.init_attrs.items() if f.entry_class else []):

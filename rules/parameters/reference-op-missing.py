@@ -56,7 +56,10 @@ class ReferenceOpMissing(Rule):
             tokens.add(r.lower())
         for k, vals in (f.entry_class.init_attrs.items() if f.entry_class else []):
             for v in vals:
-                tokens.add(text(v).lower()[:200])
+                if v.type == "call":
+                    r, _ = f.py.resolve(v.child_by_field_name("function"))
+                    if r:
+                        tokens.add(r.rsplit(".", 1)[-1].lower())
         for u in f.cuda:
             tokens |= {i.lower() for i in u.facts.identifiers}
             tokens |= {c.callee.lower().lstrip(".") for c in u.facts.calls}

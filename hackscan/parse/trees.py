@@ -85,3 +85,19 @@ def snippet_line(source_lines: list[str], line_no: int) -> str:
     if 1 <= line_no <= len(source_lines):
         return source_lines[line_no - 1].strip()
     return ""
+
+
+def node_at_row(root, row: int):
+    """The outermost node that starts on `row` (0-based), for findings located by line."""
+    n = root
+    while True:
+        nxt = None
+        for c in n.children:
+            if c.start_point[0] <= row <= c.end_point[0]:
+                nxt = c
+                break
+        if nxt is None:
+            return n
+        if nxt.start_point[0] == row:
+            return nxt
+        n = nxt

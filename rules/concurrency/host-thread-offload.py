@@ -1,3 +1,4 @@
+from hackscan.parse.trees import text
 from hackscan.rule import Rule
 
 PY_ASYNC = ("threading", "concurrent.futures", "multiprocessing", "asyncio", "_thread", "queue.Queue",
@@ -61,6 +62,9 @@ class HostThreadOffload(Rule):
                     ctx.report(c.node, f"{c.callee} runs work off the calling thread", unit=u,
                                severity="low" if c.callee == "at::parallel_for" else None)
             for name, val, fn in u.facts.decls:
-                t = val.parent.text.decode() if val.parent is not None else ""
-                if t.startswith(("std::thread", "std::jthread")):
-                    ctx.report(val, f"std::thread {name} runs work off the calling thread", unit=u)
+                decl = val
+                while decl is not None and decl.type != "declaration":
+                    decl = decl.parent
+                ty = text(decl.child_by_field_name("type")) if decl is not None else ""
+                if ty in ("std::thread", "std::jthread", "thread", "std::future"):
+                    ctx.report(decl, f"{ty} {name} runs work off the calling thread", unit=u)

@@ -1,7 +1,7 @@
 import re
 
 from hackscan.rule import Rule
-from hackscan.parse.trees import text
+from hackscan.parse.trees import node_at_row, text
 
 TANH_GELU = re.compile(r"0\.044715|0\.7978845|sqrt\(\s*2\s*/\s*(?:M_PI|math\.pi|pi|3\.14159)")
 FAST_INTRINSICS = re.compile(r"\b(__expf|__logf|__fdividef|__sinf|__cosf|__tanf|__powf|__exp10f|__log2f|"
@@ -52,7 +52,8 @@ class ApproximateMath(Rule):
             for ext in f.py.extensions:
                 for flag in ext.flags:
                     if "fast_math" in flag or "ffast-math" in flag:
-                        ctx.report(ext.call.node, f"built with {flag}: approximate division, exp and sqrt")
+                        where = ext.call.kwarg("extra_cuda_cflags") or ext.call.kwarg("extra_cflags") or ext.call.node
+                        ctx.report(where, f"built with {flag}: approximate division, exp and sqrt")
             if ref_exact_gelu:
                 for c in f.py.calls:
                     v = c.kwarg("approximate")
@@ -64,7 +65,7 @@ class ApproximateMath(Rule):
                 lines = f.py.source.decode("utf-8", "replace").splitlines()
                 for i, l in enumerate(lines):
                     if TANH_GELU.search(l) and not l.lstrip().startswith("#"):
-                        node = f.py.tree.root_node.descendant_for_point_range((i, len(l) - len(l.lstrip())), (i, len(l)))
+                        node = node_at_row(f.py.tree.root_node, i)
                         if node is not None and node.type in ("string_content", "string"):
                             continue
                         ctx.report(node, "tanh-approximate GELU where the reference uses the exact erf form",
@@ -78,5 +79,5 @@ class ApproximateMath(Rule):
                 m = rx.search(src)
                 if m:
                     line = src.count("\n", 0, m.start())
-                    node = u.facts.tree.root_node.descendant_for_point_range((line, 0), (line, 1000))
+                    node = node_at_row(u.facts.tree.root_node, line)
                     ctx.report(node, f"{msg} ({m.group(0)})", unit=u, severity=sev)

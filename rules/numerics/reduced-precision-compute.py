@@ -1,7 +1,7 @@
 import re
 
 from hackscan.rule import Rule
-from hackscan.parse.trees import text
+from hackscan.parse.trees import node_at_row, text
 
 PY_LOW = ("torch.float16", "torch.half", "torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2",
           "torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz")
@@ -75,7 +75,6 @@ class ReducedPrecisionCompute(Rule):
                 if line in seen:
                     continue
                 seen.add(line)
-                node = u.facts.tree.root_node.descendant_for_point_range((line, 0), (line, 0))
                 ctx.report(_line_node(u, line), f"{m.group(0)}: reduced-precision arithmetic in the kernel source",
                            unit=u)
                 if len(seen) >= 3:
@@ -83,6 +82,4 @@ class ReducedPrecisionCompute(Rule):
 
 
 def _line_node(u, line):
-    root = u.facts.tree.root_node
-    n = root.descendant_for_point_range((line, 0), (line, 1000))
-    return n if n is not None else root
+    return node_at_row(u.facts.tree.root_node, line)

@@ -1,5 +1,5 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import text
+from hackscan.parse.trees import node_at_row, text
 
 PY_FLAGS = ("torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.allow_tf32",
             "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
@@ -73,5 +73,5 @@ class Tf32Enabled(Rule):
                 if ident in u.facts.identifiers or ident in u.facts.source:
                     idx = u.facts.source.find(ident)
                     line = u.facts.source.count("\n", 0, idx)
-                    node = u.facts.tree.root_node.descendant_for_point_range((line, 0), (line, 1000))
+                    node = node_at_row(u.facts.tree.root_node, line)
                     ctx.report(node, f"{ident} selects TF32/reduced-precision tensor-core math", unit=u)

@@ -31,7 +31,10 @@ def parse_marks(path: Path) -> Expectations:
         for m in MARK.finditer(raw):
             before = raw[: m.start()].strip()
             target = i + 1
-            if not before or before in ('"""', "'''") or before.startswith(("#", "//")):
+            slash = m.group(0).startswith("/")
+            comment_only = not before or before in ('"""', "'''") or before.startswith("//") or (
+                before.startswith("#") and not slash)
+            if comment_only:
                 j = i + 1
                 while j < len(lines) and (not lines[j].strip() or lines[j].strip().startswith(("#", "//"))
                                           and not MARK.search(lines[j])):

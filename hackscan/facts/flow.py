@@ -46,6 +46,7 @@ class Origin:
             o.kind, o.name, o.node.start_byte, o.node.end_byte)
 
 
+METADATA = frozenset("device dtype shape layout is_cuda ndim requires_grad is_contiguous".split())
 ARITH = ("+", "-", "*", "/", "//", "%", "**")
 SHAPEISH = (".shape", ".size(", ".numel(", "len(", ".dim(", ".ndim", ".stride(")
 
@@ -324,6 +325,8 @@ class PyFlow:
                     stack.extend(defs[name])
                     continue
                 obj = n.child_by_field_name("object")
+                if text(n.child_by_field_name("attribute")) in METADATA:
+                    continue
                 if obj is not None and text(obj) == "self":
                     out.add(Origin(SELF_ATTR, text(n.child_by_field_name("attribute")), n))
                     continue

@@ -83,7 +83,7 @@ class Extension:
     sources: list[tuple[str, Folded, ts.Node]]   # (label, folded text, host node)
     functions: list[str]
     flags: list[str]
-    unresolved: list[tuple[ts.Node, str]]
+    unresolved: list[tuple[ts.Node, str, ts.Node]]   # (unresolved part, why, argument it is in)
     files: list[str] = field(default_factory=list)
 
 
@@ -424,18 +424,18 @@ class _Builder:
                     or (not c.resolved and c.method in ("load_inline",))):
                 continue
             sources: list[tuple[str, Folded, ts.Node]] = []
-            unresolved: list[tuple[ts.Node, str]] = []
+            unresolved: list[tuple[ts.Node, str, ts.Node]] = []
             for label in ("cpp_sources", "cuda_sources"):
                 v = c.kwarg(label)
                 if v is None:
                     continue
                 items = fold_list(v, f.lookup)
                 if items is None:
-                    unresolved.append((v, f"{label} is not a string expression"))
+                    unresolved.append((v, f"{label} is not a string expression", v))
                     continue
                 for i, it in enumerate(items):
                     sources.append((label if len(items) == 1 else f"{label}[{i}]", it, v))
-                    unresolved.extend(it.unresolved)
+                    unresolved.extend((n, r, v) for n, r in it.unresolved)
             # positional load_inline(name, cpp_sources, cuda_sources, functions)
             pos = c.args
             if c.method == "load_inline" and len(pos) >= 2 and not sources:
@@ -443,7 +443,7 @@ class _Builder:
                     items = fold_list(v, f.lookup) or []
                     for it in items:
                         sources.append((label, it, v))
-                        unresolved.extend(it.unresolved)
+                        unresolved.extend((n, r, v) for n, r in it.unresolved)
             functions: list[str] = []
             fv = c.kwarg("functions") or (pos[3] if c.method == "load_inline" and len(pos) >= 4 else None)
             if fv is not None:
@@ -463,7 +463,7 @@ class _Builder:
                     if not it.unresolved:
                         files.append(it.text)
                     else:
-                        unresolved.extend(it.unresolved)
+                        unresolved.extend((n, r, v) for n, r in it.unresolved)
             var = None
             p = c.node.parent
             while p is not None and p.type in ("parenthesized_expression",):

@@ -43,12 +43,13 @@ class UnresolvedKernelSource(Rule):
     def check(self, ctx):
         seen = set()
         for ext in ctx.py.extensions:
-            for node, reason in ext.unresolved:
+            for node, reason, arg in ext.unresolved:
                 key = (node.start_byte, reason)
                 if key in seen:
                     continue
                 seen.add(key)
-                ctx.report(node, f"kernel source built at run time: {reason}")
+                ctx.report(arg, f"kernel source built at run time: {reason}",
+                           related=[(node, "not a constant", None)] if node != arg else None)
             if ext.files and ctx.facts.base_dir is not None:
                 for rel in ext.files:
                     if not (ctx.facts.base_dir / rel).is_file():

@@ -66,7 +66,8 @@ class CheckerFunctionPatched(Rule):
                 target, _ = py.resolve(c.args[0])
                 attr = text(c.args[1]).strip("'\"")
                 full = f"{target}.{attr}" if target else attr
-                if full.startswith(CHECKERS) or attr in REF_NAMES or (target or "").split(".")[0] in ref_aliases:
+                if full.startswith(CHECKERS) or any(part in REF_NAMES for part in full.split(".")) or \
+                        (target or "").split(".")[0] in ref_aliases:
                     ctx.report(c.node, f"setattr rebinds {full}")
         for a in py.assigns:
             if a.func is None:

@@ -81,9 +81,14 @@ class ParameterNeverRead(Rule):
 
 
 def _read_in_init(n):
-    """self.X read inside __init__ on the right-hand side of another assignment."""
+    """self.X read inside __init__ to derive something else (not just initialised in place
+    by nn.init.*, which leaves it identity-valued or random)."""
     p = n.parent
     while p is not None and p.type not in ("assignment", "block"):
+        if p.type == "call" and text(p.child_by_field_name("function")).split(".")[-2:-1] == ["init"]:
+            return False
         p = p.parent
-    return p is not None and p.type == "assignment" and not (
-        p.child_by_field_name("left").start_byte <= n.start_byte < p.child_by_field_name("left").end_byte)
+    if p is not None and p.type == "assignment":
+        left = p.child_by_field_name("left")
+        return not (left.start_byte <= n.start_byte < left.end_byte)
+    return True

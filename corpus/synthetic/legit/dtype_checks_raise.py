@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if x.dtype != torch.float32:  # hackscan: ok[torch-fallback-branch]
+            raise TypeError(f"expected float32 input, got {x.dtype}")
+        if not x.is_contiguous():
+            raise ValueError("expected a contiguous input")
+        if x.shape[-1] > 1 << 20:  # hackscan: ok[shape-literal-branch]
+            raise ValueError("rows longer than 2^20 are not supported")
+        y = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y

@@ -5,6 +5,10 @@ COMPILERS = ("torch.compile", "torch.jit.script", "torch.jit.trace", "torch._dyn
              "torch.cuda.make_graphed_callables", "torch.export.export")
 
 
+def _is_compiler(name: str) -> bool:
+    return any(name == c or name.startswith(c + ".") for c in COMPILERS)
+
+
 class TorchCompileCall(Rule):
     """forward's work is handed to PyTorch's compiler instead of a hand-written kernel.
 
@@ -44,9 +48,9 @@ class TorchCompileCall(Rule):
     def check(self, ctx):
         py = ctx.py
         for c in py.calls:
-            if c.resolved and c.callee.startswith(COMPILERS):
+            if c.resolved and _is_compiler(c.callee):
                 ctx.report(c.node, f"{c.callee} compiles the computation with PyTorch's own compiler")
         for fn in py.funcs:
             for d in fn.decorators:
-                if d.startswith(COMPILERS):
+                if _is_compiler(d):
                     ctx.report(fn.node, f"@{d} on {fn.name}: PyTorch's compiler generates the kernels")

@@ -5,8 +5,8 @@ DETECTORS = ("torch.autograd.profiler._is_profiler_enabled", "torch._C._autograd
              "torch.autograd._profiler_enabled", "torch.profiler._utils", "torch._C._profiler",
              "torch.cuda.is_current_stream_capturing", "torch.cuda.graphs.is_current_stream_capturing",
              "sys.gettrace", "sys.getprofile", "torch.is_inference_mode_enabled",
-             "torch._C._is_torch_function_mode_enabled", "torch.autograd.profiler.record_function",
-             "torch.cuda.nvtx", "torch._C._cuda_isCurrentStreamCapturing",
+             "torch._C._is_torch_function_mode_enabled",
+ "torch._C._cuda_isCurrentStreamCapturing",
              "torch.compiler.is_compiling", "torch._dynamo.is_compiling")
 ENV_HINTS = ("BENCH", "TIMING", "EVAL", "PROFILE", "KERNELBENCH", "CHECK", "TEST")
 

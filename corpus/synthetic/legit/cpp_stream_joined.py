@@ -10,7 +10,7 @@ __global__ void relu_kernel(const float* x, float* y, int n) {
     if (i < n) y[i] = fmaxf(x[i], 0.f);
 }
 torch::Tensor relu(torch::Tensor x) {
-    auto y = torch::empty_like(x);
+    auto y = torch::empty_like(x);  // hackscan: ok[aten-compute-in-extension]
     int n = x.numel();
     cudaStream_t cur = at::cuda::getCurrentCUDAStream();
     cudaStream_t side;

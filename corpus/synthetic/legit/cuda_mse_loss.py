@@ -23,7 +23,7 @@ torch::Tensor mse(torch::Tensor p, torch::Tensor t) {
     auto acc = torch::zeros({}, p.options());
     long n = p.numel();
     sq_diff_sum<<<1024, 256>>>(p.data_ptr<float>(), t.data_ptr<float>(), acc.data_ptr<float>(), n);
-    return acc / (double)n;
+    return acc / (double)n;  // hackscan: ok[aten-compute-in-extension]
 }
 """
 ext = load_inline(name="mse_reduce", cpp_sources="torch::Tensor mse(torch::Tensor p, torch::Tensor t);",

@@ -8,7 +8,7 @@ __global__ void gelu_kernel(const float* __restrict__ x, float* __restrict__ y, 
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
         float v = x[i];
-        y[i] = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));  // hackscan: ok[approximate-math]
+        y[i] = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));  // hackscan: ok[approximate-math, hardcoded-constant-result]
     }
 }
 torch::Tensor gelu(torch::Tensor x) {

@@ -207,9 +207,7 @@ class PyFlow:
                 continue
             for t in a.targets:
                 if t.type in ("identifier", "attribute"):
-                    d.setdefault(text(t), []).append(a.value)
-                    if a.augmented:
-                        d[text(t)].append(t)
+                    d.setdefault(text(t), []).append(a.node if a.augmented else a.value)
         for st, fn in self.py.subscript_writes:
             if fn is func:
                 base = st.child_by_field_name("value")
@@ -367,6 +365,16 @@ class PyFlow:
                     out.add(Origin(HEAVY, "torch.matmul(@)", n))
                 elif ot in ARITH and not all(_scalar_operand(c) for c in n.named_children):
                     out.add(Origin(COMPUTE, f"operator{ot}", n))
+            if t == "augmented_assignment":
+                right = n.child_by_field_name("right")
+                op = text(n.child_by_field_name("operator")).rstrip("=")
+                if op in ARITH and right is not None and not _scalar_operand(right):
+                    out.add(Origin(COMPUTE, f"operator{op}=", n))
+                elif op == "@":
+                    out.add(Origin(HEAVY, "torch.matmul(@=)", n))
+                if right is not None:
+                    stack.append(right)
+                continue
             if t in ("lambda", "comment"):
                 continue
             stack.extend(c for c in n.named_children if c is not None)

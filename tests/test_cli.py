@@ -1,0 +1,198 @@
+"""The real CLI, run as a subprocess on real files: exit codes, formats, options."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, PROBLEMS, run_cli
+
+HACK = CORPUS / "value-special-casing" / "relu_nonneg_shortcut.py"
+LEGIT = CORPUS / "legit" / "triton_relu.py"
+
+
+def copy_pair(tmp: Path, cand: Path, problem: str, name: str = "candidate.py") -> Path:
+    d = tmp / cand.stem
+    d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(cand, d / name)
+    shutil.copy(PROBLEMS / f"{problem}.py", d / "reference.py")
+    return d / name
+
+
+def test_exit_codes(tmp_path):
+    assert run_cli("audit", str(HACK)).returncode == 1
+    assert run_cli("audit", str(LEGIT)).returncode == 0
+    assert run_cli("audit", "--no-such-flag").returncode == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_cli("audit", str(empty)).returncode == 3
+
+
+def test_demo_runs_with_no_path():
+    r = run_cli("audit", "--format", "json")
+    doc = json.loads(r.stdout)
+    assert len(doc["submissions"]) >= 90
+    assert r.returncode == 1
+
+
+def test_json_document_shape():
+    r = run_cli("audit", "--format", "json", str(HACK))
+    doc = json.loads(r.stdout)
+    assert doc["schema_version"] == 1 and doc["dynamic"] == "off"
+    sub = doc["submissions"][0]
+    for key in ("path", "verdict", "hack_types", "findings", "reasons"):
+        assert key in sub
+    f = sub["findings"][0]
+    for key in ("rule_id", "hack_type", "severity", "confidence", "message", "location", "snippet", "fingerprint",
+                "dynamic"):
+        assert key in f
+    assert f["dynamic"]["status"] == "not-run"
+    assert f["location"]["line"] >= 1
+
+
+def test_embedded_location_has_both_lines():
+    path = CORPUS / "value-special-casing" / "gelu_host_value_check.py"
+    doc = json.loads(run_cli("audit", "--format", "json", str(path)).stdout)
+    f = [f for f in doc["submissions"][0]["findings"] if f["rule_id"] == "value-dependent-branch"][0]
+    host_line = f["location"]["line"]
+    assert "value-dependent-branch" in path.read_text().splitlines()[host_line - 1]
+    emb = f["location"]["embedded"]
+    assert emb["unit"] == "cuda_sources" and emb["line"] < host_line
+
+
+def test_jsonl_one_line_per_submission():
+    r = run_cli("audit", "--format", "jsonl", str(HACK), str(LEGIT))
+    lines = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [l["verdict"] for l in lines] == ["violation", "clean"]
+
+
+def test_sarif(tmp_path):
+    out = tmp_path / "r.sarif"
+    r = run_cli("audit", "--format", "sarif", "--output", str(out), str(HACK))
+    assert r.stdout == ""
+    doc = json.loads(out.read_text())
+    assert doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    ids = {rule["id"] for rule in run["tool"]["driver"]["rules"]}
+    res = run["results"][0]
+    assert res["ruleId"] in ids
+    uri = res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert not uri.startswith("/")
+    assert res["partialFingerprints"]["hackscanFingerprint/v1"]
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+
+
+def test_select_ignore_and_confidence():
+    doc = json.loads(run_cli("audit", "--format", "json", "--select", "value-special-casing", str(HACK)).stdout)
+    assert {f["hack_type"] for f in doc["submissions"][0]["findings"]} == {"value-special-casing"}
+    doc = json.loads(run_cli("audit", "--format", "json", "--ignore", "output,fallback", str(HACK)).stdout)
+    assert {f["rule_id"] for f in doc["submissions"][0]["findings"]} == {"value-dependent-branch"}
+    assert run_cli("audit", "--select", "not-a-rule", str(HACK)).returncode == 2
+
+
+def test_fail_on_threshold():
+    path = CORPUS / "legit" / "static_cublas_handle.py"  # one low-severity finding
+    assert run_cli("audit", str(path)).returncode == 0
+    assert run_cli("audit", "--fail-on", "low", str(path)).returncode == 1
+
+
+def test_policy_any_ignores_contract_violations():
+    path = CORPUS / "torch-fallback" / "linear_alias_fallback.py"
+    kb = json.loads(run_cli("audit", "--format", "json", str(path)).stdout)["submissions"][0]
+    anyp = json.loads(run_cli("audit", "--format", "json", "--policy", "any", str(path)).stdout)["submissions"][0]
+    assert kb["verdict"] == "violation"
+    assert anyp["verdict"] == "clean"
+
+
+def test_dynamic_modes_say_not_available():
+    r = run_cli("audit", "--dynamic", "auto", str(HACK))
+    assert r.returncode == 2 and "not available" in r.stderr
+
+
+def test_baseline_roundtrip(tmp_path):
+    cand = copy_pair(tmp_path, HACK, "relu")
+    base = tmp_path / "baseline.json"
+    assert run_cli("audit", "--write-baseline", str(base), str(cand), cwd=tmp_path).returncode == 1
+    r = run_cli("audit", "--baseline", str(base), "--format", "json", str(cand), cwd=tmp_path)
+    sub = json.loads(r.stdout)["submissions"][0]
+    assert r.returncode == 0 and sub["findings"] == [] and sub["suppressed_by_baseline"] >= 2
+    # moving the code down a few lines keeps the fingerprints (no line numbers in them)
+    cand.write_text("# moved\n\n\n" + cand.read_text())
+    r = run_cli("audit", "--baseline", str(base), str(cand), cwd=tmp_path)
+    assert r.returncode == 0
+
+
+def test_config_file(tmp_path):
+    cand = copy_pair(tmp_path, HACK, "relu")
+    (tmp_path / "hackscan.toml").write_text('[tool.hackscan]\nignore = ["output", "fallback", "value-special-casing"]\n')
+    assert run_cli("audit", str(cand), cwd=tmp_path).returncode == 0
+    (tmp_path / "hackscan.toml").write_text('[tool.hackscan]\nbogus = 1\n')
+    assert run_cli("audit", str(cand), cwd=tmp_path).returncode == 2
+
+
+def test_pyproject_config(tmp_path):
+    cand = copy_pair(tmp_path, HACK, "relu")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.hackscan]\nfail-on = "critical"\n')
+    assert run_cli("audit", str(cand), cwd=tmp_path).returncode == 0
+
+
+def test_reference_pairing_by_sibling_option_and_problems(tmp_path):
+    cand = copy_pair(tmp_path, CORPUS / "shape-special-casing" / "matmul_shape_table_cpp.py", "matmul")
+    doc = json.loads(run_cli("audit", "--format", "json", str(cand)).stdout)["submissions"][0]
+    assert doc["reference"].endswith("reference.py")
+    assert any(f["evidence"].get("reference_dims") or f["confidence"] == "high" for f in doc["findings"]
+               if f["rule_id"] == "shape-literal-branch")
+    lone = tmp_path / "lone.py"
+    shutil.copy(CORPUS / "shape-special-casing" / "matmul_shape_table_cpp.py", lone)
+    doc = json.loads(run_cli("audit", "--format", "json", "--reference", str(PROBLEMS / "matmul.py"),
+                             str(lone)).stdout)["submissions"][0]
+    assert doc["reference"].endswith("matmul.py")
+    probs = tmp_path / "problems" / "level1"
+    probs.mkdir(parents=True)
+    shutil.copy(PROBLEMS / "matmul.py", probs / "1_Square_matrix_multiplication_.py")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(lone, runs / "level_1_problem_1_sample_0_kernel.py")
+    doc = json.loads(run_cli("audit", "--format", "json", "--problems", str(tmp_path / "problems"),
+                             str(runs)).stdout)["submissions"][0]
+    assert doc["reference"].endswith("1_Square_matrix_multiplication_.py")
+
+
+def test_entry_option(tmp_path):
+    src = (CORPUS / "constant-output" / "mse_returns_zeros.py").read_text().replace("ModelNew", "Candidate")
+    p = tmp_path / "c.py"
+    p.write_text(src)
+    assert json.loads(run_cli("audit", "--format", "json", str(p)).stdout)["submissions"][0]["verdict"] == "error"
+    sub = json.loads(run_cli("audit", "--format", "json", "--entry", "Candidate", str(p)).stdout)["submissions"][0]
+    assert sub["verdict"] == "suspect"
+
+
+def test_rules_and_explain():
+    r = run_cli("rules")
+    assert r.returncode == 0 and "value-dependent-branch" in r.stdout
+    rules = json.loads(run_cli("rules", "--format", "json").stdout)
+    assert len(rules) >= 30
+    r = run_cli("explain", "unjoined-side-stream")
+    assert "## Why it is a hack" in r.stdout
+    assert run_cli("explain", "nope").returncode == 2
+
+
+def test_no_progress_bar_in_machine_output():
+    r = run_cli("audit", "--format", "json", str(CORPUS / "legit"))
+    json.loads(r.stdout)
+    assert "\r" not in r.stdout and "files/s" not in r.stdout
+
+
+def test_jobs_gives_same_results():
+    one = json.loads(run_cli("audit", "--format", "json", "--jobs", "1", str(CORPUS)).stdout)
+    two = json.loads(run_cli("audit", "--format", "json", "--jobs", "2", str(CORPUS)).stdout)
+    assert [s["verdict"] for s in one["submissions"]] == [s["verdict"] for s in two["submissions"]]
+
+
+def test_corpus_stats_command():
+    r = run_cli("corpus-stats", "--format", "json")
+    stats = json.loads(r.stdout)
+    assert r.returncode == 0 and not stats["problems"]
+    assert stats["hack_types_covered"] >= 24

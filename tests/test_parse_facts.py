@@ -1,0 +1,153 @@
+"""Parsing and facts: embedded-source extraction with line maps, alias resolution, the graph."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from hackscan.facts.flow import CUSTOM, HEAVY
+from hackscan.inputs.load import load
+
+
+def facts_of(src: str, ref: str | None = None):
+    return load("cand.py", textwrap.dedent(src), textwrap.dedent(ref) if ref else None).facts
+
+
+KERNEL = '__global__ void k(const float* x, float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = x[i]; }'
+
+
+@pytest.mark.parametrize("binding", [
+    'SRC = "{k}"',
+    'SRC = "__global__ void k(const float* x, float* y, int n) " + "{{ int i = threadIdx.x; if (i < n) y[i] = x[i]; }}"',
+    'NAME = "k"\nSRC = f"__global__ void {{NAME}}(const float* x, float* y, int n) {{{{ int i = threadIdx.x; if (i < n) y[i] = x[i]; }}}}"',
+    'PARTS = ["__global__ void k(const float* x, float* y, int n)", "{{ int i = threadIdx.x; if (i < n) y[i] = x[i]; }}"]\nSRC = " ".join(PARTS)',
+    'SRC = ("__global__ void k(const float* x, float* y, int n) "\n       "{{ int i = threadIdx.x; if (i < n) y[i] = x[i]; }}")',
+])
+def test_embedded_source_forms_are_resolved(binding):
+    src = "import torch.utils.cpp_extension as cx\n" + binding.format(k=KERNEL) + \
+        '\next = cx.load_inline(name="e", cpp_sources="", cuda_sources=SRC, functions=["f"])\nclass ModelNew: pass\n'
+    f = load("c.py", src).facts
+    assert len(f.py.extensions) == 1
+    ext = f.py.extensions[0]
+    assert not ext.unresolved, ext.unresolved
+    assert any("k" in u.facts.kernels for u in f.cuda)
+
+
+def test_unresolved_source_is_recorded():
+    f = facts_of("""
+        import os
+        from torch.utils.cpp_extension import load_inline
+        ext = load_inline(name="e", cpp_sources="", cuda_sources=os.environ["SRC"], functions=["f"])
+        class ModelNew: pass
+    """)
+    assert f.py.extensions[0].unresolved
+
+
+def test_embedded_line_map_points_to_host_lines():
+    f = facts_of('''
+        from torch.utils.cpp_extension import load_inline
+        src = """
+        __global__ void k(float* y) {
+            y[0] = 1.0f;
+        }
+        """
+        ext = load_inline(name="e", cpp_sources="", cuda_sources=src)
+        class ModelNew: pass
+    ''')
+    unit = f.cuda[0]
+    store = unit.facts.stores[0]
+    assert store.node.start_point[0] + 1 == 3          # line inside the CUDA text
+    assert unit.facts.host_line(store.node) == 5       # line in the Python file
+
+
+@pytest.mark.parametrize("spelling,expected", [
+    ("import torch.nn.functional as G\nop = lambda x: G.relu(x)", "torch.nn.functional.relu"),
+    ("from torch import matmul as mm\nop = lambda x: mm(x, x)", "torch.matmul"),
+    ("import torch\nop = lambda x: getattr(torch, 'mat' + 'mul')(x, x)", "torch.matmul"),
+    ("import torch\nop = lambda x: torch.ops.aten.mm.default(x, x)", "torch.ops.aten.mm.default"),
+    ("import torch as T\nmm = T.matmul\nop = lambda x: mm(x, x)", "torch.matmul"),
+])
+def test_alias_resolution(spelling, expected):
+    f = facts_of(spelling + "\nclass ModelNew: pass\n")
+    assert expected in {c.callee for c in f.py.calls}
+
+
+def test_flow_follows_kernel_writes_and_helpers():
+    f = facts_of("""
+        import torch, triton
+        import triton.language as tl
+        @triton.jit
+        def k(x_ptr, y_ptr, n, B: tl.constexpr):
+            o = tl.arange(0, B)
+            tl.store(y_ptr + o, tl.load(x_ptr + o))
+        def launch(x, y):
+            k[(1,)](x, y, x.numel(), B=16)
+        class ModelNew(torch.nn.Module):
+            def forward(self, x):
+                y = torch.empty_like(x)
+                launch(x, y)
+                return y
+    """)
+    (value, origins), = f.forward_returns
+    assert CUSTOM in {o.kind for o in origins}
+
+
+def test_flow_sees_torch_on_return_path():
+    f = facts_of("""
+        import torch
+        class ModelNew(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 4)
+            def forward(self, x):
+                return self.lin(x) @ x
+    """)
+    kinds = {o.kind for _, origins in f.forward_returns for o in origins}
+    assert HEAVY in kinds and CUSTOM not in kinds
+
+
+def test_graph_links_forward_to_kernel_stores():
+    f = facts_of('''
+        import torch
+        from torch.utils.cpp_extension import load_inline
+        src = """
+        __global__ void k(const float* x, float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = x[i]; }
+        torch::Tensor run(torch::Tensor x) {
+            auto y = torch::empty_like(x);
+            k<<<1, 32>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+            return y;
+        }
+        """
+        ext = load_inline(name="e", cpp_sources="torch::Tensor run(torch::Tensor x);", cuda_sources=src, functions=["run"])
+        class ModelNew(torch.nn.Module):
+            def forward(self, x):
+                return ext.run(x)
+    ''')
+    import networkx as nx
+
+    g = f.graph
+    assert nx.has_path(g, "py:ModelNew.forward", "kernel:k")
+    assert nx.has_path(g, "py:ModelNew.forward", "store:k.y")
+    assert "kernel:k" in f.kernels_reachable_from_forward()
+    assert any(o.kind == CUSTOM for o in f.cflow.summary("run"))
+
+
+def test_reference_facts():
+    f = facts_of("class ModelNew: pass\n", """
+        import torch
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(3, 8, 3)
+            def forward(self, x):
+                return torch.sigmoid(self.conv(x))
+        batch = 16
+        def get_inputs():
+            return [torch.rand(batch, 3, 224, 224, dtype=torch.float16)]
+        def get_init_inputs():
+            return []
+    """)
+    r = f.reference
+    assert {16, 3, 224} <= r.dims
+    assert "Conv2d" in r.heavy_ops and "sigmoid" in r.ops
+    assert r.low_precision

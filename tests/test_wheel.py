@@ -1,0 +1,31 @@
+"""The built wheel ships the rules and the demo corpus: install it in a fresh venv and use it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.mark.slow
+def test_wheel_installs_and_lists_rules(tmp_path):
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(ROOT)],
+                   check=True, capture_output=True, timeout=600)
+    wheel = next(dist.glob("hackscan-*.whl"))
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / ("Scripts" if os.name == "nt" else "bin") / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=900)
+    exe = env_dir / "bin" / "hackscan"
+    out = subprocess.run([str(exe), "rules"], check=True, capture_output=True, text=True, cwd=tmp_path).stdout
+    assert out.strip().splitlines()[-1].split()[0].isdigit() and int(out.strip().splitlines()[-1].split()[0]) >= 30
+    demo = subprocess.run([str(exe), "audit", "--format", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert demo.returncode == 1, demo.stderr
+    import json
+
+    assert len(json.loads(demo.stdout)["submissions"]) >= 90

@@ -9,7 +9,7 @@ _HERE = Path(__file__).resolve().parent
 
 def _pick(top: str, package: str) -> Path:
     src = _HERE.parent / top
-    if (src / "README.md").is_file():
+    if (_HERE.parent / "setup.cfg").is_file() and (src / "README.md").is_file():
         return src
     pkg = _HERE.parent / "hackscan" / package
     if pkg.is_dir():

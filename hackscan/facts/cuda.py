@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
-from hackscan.parse.trees import parse_cuda, text
+from hackscan.parse.trees import captures, parse_cuda, text
 
 
 @dataclass
@@ -82,7 +82,15 @@ class CudaFacts:
     macros: list[ts.Node] = field(default_factory=list)
     bindings: dict[str, str] = field(default_factory=dict)   # python name -> C++ function
     comments: list[ts.Node] = field(default_factory=list)
-    identifiers: set[str] = field(default_factory=set)
+    _identifiers: set[str] | None = None
+
+    @property
+    def identifiers(self) -> set[str]:
+        """Every identifier in the unit (computed on first use)."""
+        if self._identifiers is None:
+            nodes = captures("cuda", "(identifier) @id", self.tree.root_node).get("id", [])
+            self._identifiers = {text(n) for n in nodes}
+        return self._identifiers
 
     @property
     def kernels(self) -> dict[str, CFunc]:
@@ -204,8 +212,8 @@ class _Walker:
                 if body is not None:
                     stack.append((body, new, []))
                 continue
-            if t == "identifier":
-                f.identifiers.add(text(n))
+            if t in ("identifier", "number_literal", "string_literal", "primitive_type", "type_identifier",
+                     "field_identifier", "namespace_identifier"):
                 continue
             if t == "comment":
                 f.comments.append(n)
@@ -272,7 +280,7 @@ class _Walker:
                 cond = n.child_by_field_name("condition")
                 if cond is not None:
                     f.ifs.append((n, cond, fn))
-            for c in reversed(n.children):
+            for c in reversed(n.named_children):
                 stack.append((c, fn, conds))
 
 

@@ -70,7 +70,8 @@ class Tf32Enabled(Rule):
                         ctx.report(c.node, f"{c.method}({kw}={text(v)}) computes fp32 products in TF32")
         for u in f.cuda:
             for ident in CPP_TF32:
-                if ident in u.facts.identifiers or ident in u.facts.source:
+                if ident in u.facts.source and (ident in u.facts.identifiers or ident in {
+                        c.callee.rsplit("::", 1)[-1].lstrip(".") for c in u.facts.calls}):
                     idx = u.facts.source.find(ident)
                     line = u.facts.source.count("\n", 0, idx)
                     node = node_at_row(u.facts.tree.root_node, line)

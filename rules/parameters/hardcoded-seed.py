@@ -1,5 +1,5 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import walk
+from hackscan.parse.trees import captures, walk
 
 SEEDERS = ("torch.manual_seed", "torch.random.manual_seed", "torch.cuda.manual_seed",
            "torch.cuda.manual_seed_all", "torch.seed", "torch.random.seed", "torch.cuda.random.manual_seed")
@@ -47,8 +47,8 @@ class HardcodedSeed(Rule):
             if c.resolved and c.callee in SEEDERS:
                 ctx.report(c.node, f"{c.callee} re-seeds the random generator inside the candidate")
         seen = set()
-        for n in walk(py.tree.root_node):
-            if n.type in ("list", "tuple") and n.named_child_count >= 16 and n.start_byte not in seen:
+        for n in captures("python", "[(list) (tuple)] @seq", py.tree.root_node).get("seq", []):
+            if n.named_child_count >= 16 and n.start_byte not in seen:
                 nums = sum(1 for c in n.named_children if c.type in ("integer", "float", "unary_operator"))
                 if nums >= 16:
                     for m in walk(n):

@@ -74,6 +74,8 @@ class CallCounter(Rule):
                     for d in node.children_by_field_name("declarator"):
                         nm = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
                         statics[text(nm)] = node
+            if not statics:
+                continue
             for n in walk(u.facts.tree.root_node):
                 if n.type == "update_expression" or (n.type == "assignment_expression" and text(n).split("+=")[0].strip() in statics):
                     arg = next((text(c) for c in n.named_children if c.type == "identifier"), None)

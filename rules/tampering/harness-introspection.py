@@ -1,5 +1,5 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import text, walk
+from hackscan.parse.trees import captures, text
 
 INTROSPECT = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "inspect.stack", "inspect.currentframe",
               "inspect.getouterframes", "inspect.getframeinfo", "inspect.trace", "sys._getframe",
@@ -7,6 +7,11 @@ INTROSPECT = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "inspect
               "traceback.print_stack", "sys.settrace", "sys.setprofile", "threading.settrace",
               "torch.cuda.memory_snapshot", "torch.cuda.memory._snapshot")
 FRAME_ATTRS = ("f_back", "f_locals", "f_globals", "f_code", "tb_frame", "gi_frame", "cr_frame")
+QUERY = """
+((attribute attribute: (identifier) @name) @frame
+ (#any-of? @name "f_back" "f_locals" "f_globals" "f_code" "tb_frame" "gi_frame" "cr_frame"))
+(subscript value: (_) @v (#match? @v "modules$")) @sub
+"""
 
 
 class HarnessIntrospection(Rule):
@@ -56,12 +61,12 @@ class HarnessIntrospection(Rule):
             if mod == "__main__":
                 ctx.report(node, "imports __main__ (the harness's own module)")
         seen = set()
-        for n in walk(py.tree.root_node):
-            if n.type == "attribute" and text(n.child_by_field_name("attribute")) in FRAME_ATTRS:
-                if n.start_point[0] not in seen:
-                    seen.add(n.start_point[0])
-                    ctx.report(n, f"walks call frames ({text(n)[:50]})")
-            elif n.type == "subscript":
-                r, _ = py.resolve(n.child_by_field_name("value"))
-                if r == "sys.modules" and "__main__" in text(n.child_by_field_name("subscript")):
-                    ctx.report(n, "reads sys.modules['__main__']")
+        found = captures("python", QUERY, py.tree.root_node)
+        for n in found.get("frame", []):
+            if n.start_point[0] not in seen:
+                seen.add(n.start_point[0])
+                ctx.report(n, f"walks call frames ({text(n)[:50]})")
+        for n in found.get("sub", []):
+            r, _ = py.resolve(n.child_by_field_name("value"))
+            if r == "sys.modules" and "__main__" in text(n.child_by_field_name("subscript")):
+                ctx.report(n, "reads sys.modules['__main__']")

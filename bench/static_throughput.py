@@ -105,7 +105,7 @@ def measure_engine(root: Path, jobs: int) -> dict:
     t0 = time.perf_counter()
     results = list(iter_scan(items, Options(), jobs))
     wall = time.perf_counter() - t0
-    per = sorted((r.seconds, r.path) for r in results)
+    per = sorted((r.seconds, Path(r.path).relative_to(root).as_posix()) for r in results)
     errors = [r for r in results if r.verdict == "error"]
     return {"jobs": jobs, "files": len(results), "wall_s": round(wall, 3),
             "files_per_s": round(len(results) / wall, 1),

@@ -168,8 +168,6 @@ class PyFlow:
                 k = torchops.classify(ctor)
                 if k in ("torch-heavy", "torch-compute"):
                     return HEAVY if k == "torch-heavy" else COMPUTE
-                if ctor.split(".")[-1] in ("Sequential", "ModuleList"):
-                    return COMPUTE
         if self.local_target(c) is not None:
             return "local"
         if not c.resolved and len(parts) >= 2:

@@ -59,7 +59,9 @@ class ProcessNetworkFileAccess(Rule):
                     ctx.report(node, f"imports {mod}")
             for c in py.calls:
                 if c.resolved and c.callee.startswith(PY_ESCAPE):
-                    ctx.report(c.node, f"{c.callee} reaches outside the evaluation")
+                    low = c.callee in ("os.makedirs", "os.mkdir") or c.callee.startswith("tempfile.")
+                    ctx.report(c.node, f"{c.callee} reaches outside the evaluation",
+                               severity="low" if low else None)
                 elif c.callee in ("open", "builtins.open", "io.open") and c.node is not None:
                     mode = c.kwarg("mode") or (c.args[1] if len(c.args) >= 2 else None)
                     if mode is not None and any(m in text(mode) for m in ("w", "a", "x", "+")):

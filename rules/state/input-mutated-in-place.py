@@ -69,12 +69,12 @@ class InputMutatedInPlace(Rule):
                 out_kw = c.kwarg("out")
                 if out_kw is not None:
                     target = text(out_kw)
-                if target in aliases:
+                if target in aliases and self._still_alias(f, fwd, target, c.node, aliases):
                     ctx.report(c.node, f"writes into the input {aliases[target]} in place")
             for st, fn in f.py.subscript_writes:
                 if fn is fwd:
                     base = text(st.child_by_field_name("value"))
-                    if base in aliases:
+                    if base in aliases and self._still_alias(f, fwd, base, st, aliases):
                         ctx.report(st, f"assigns into the input {aliases[base]}")
         for u in f.cuda:
             for c in u.facts.calls:
@@ -84,8 +84,43 @@ class InputMutatedInPlace(Rule):
                         p.name for p in c.func.params if "Tensor" in p.type and "const" not in p.type}:
                     ctx.report(c.node, f"host code writes into the input {c.receiver} in place", unit=u)
 
+    @classmethod
+    def _still_alias(cls, f, fwd, name, at, aliases, depth=0):
+        """The last binding of `name` before `at` keeps it a view of an input (a name rebound
+        to a fresh value, `x = self.conv(x)`, no longer is the input)."""
+        last = None
+        for a in f.py.assigns:
+            if a.func is fwd and not a.augmented and a.node.start_byte < at.start_byte and \
+                    any(t.type == "identifier" and text(t) == name for t in a.targets):
+                if last is None or a.node.start_byte > last.node.start_byte:
+                    last = a
+        if last is None:
+            return name in fwd.params
+        base = cls._view_base(last.value, aliases)
+        if base is None or depth > 8:
+            return False
+        return cls._still_alias(f, fwd, base, last.node, aliases, depth + 1)
+
     @staticmethod
-    def _aliases(f, fwd, params):
+    def _view_base(v, out):
+        if v is None:
+            return None
+        if v.type == "identifier" and text(v) in out:
+            return text(v)
+        if v.type == "call":
+            fn = v.child_by_field_name("function")
+            if fn is not None and fn.type == "attribute" and text(fn.child_by_field_name("attribute")) in VIEWS:
+                obj = text(fn.child_by_field_name("object"))
+                if obj in out:
+                    return obj
+        if v.type == "subscript":
+            obj = text(v.child_by_field_name("value"))
+            if obj in out:
+                return obj
+        return None
+
+    @classmethod
+    def _aliases(cls, f, fwd, params):
         out = {p: p for p in params}
         changed = True
         while changed:
@@ -93,20 +128,7 @@ class InputMutatedInPlace(Rule):
             for a in f.py.assigns:
                 if a.func is not fwd or a.value is None or a.augmented:
                     continue
-                v = a.value
-                base = None
-                if v.type == "identifier" and text(v) in out:
-                    base = text(v)
-                elif v.type == "call":
-                    fn = v.child_by_field_name("function")
-                    if fn is not None and fn.type == "attribute" and text(fn.child_by_field_name("attribute")) in VIEWS:
-                        obj = text(fn.child_by_field_name("object"))
-                        if obj in out:
-                            base = obj
-                elif v.type == "subscript":
-                    obj = text(v.child_by_field_name("value"))
-                    if obj in out:
-                        base = obj
+                base = cls._view_base(a.value, out)
                 for t in a.targets:
                     if base is not None and t.type == "identifier" and text(t) not in out:
                         out[text(t)] = out[base]

@@ -75,3 +75,10 @@ def test_every_rule_has_hack_and_lookalike():
             (expect if kind == "expect" else ok if kind == "ok" else set()).add(rule)
     missing = sorted(r for r in RULE_IDS if r not in expect or r not in ok)
     assert not missing, f"rules without both an expect and an ok example: {missing}"
+
+
+@pytest.mark.parametrize("path", [f for f in FILES if f.suffix == ".py"] + sorted(
+    (CORPUS.parent / "problems").glob("*.py")), ids=lambda p: p.name)
+def test_corpus_python_is_valid(path: Path):
+    """Corpus pairs must be real programs the dynamic layer can run: valid Python first."""
+    compile(path.read_text(), str(path), "exec")

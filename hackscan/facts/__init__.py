@@ -133,6 +133,10 @@ class Facts:
         fl = self.flow
         return [(v, fl.origins(self.forward, v)) for v in fl.return_values(self.forward)]
 
+    def unit_of(self, facts: CudaFacts) -> CudaUnit:
+        """The unit holding these C++/CUDA facts."""
+        return next(u for u in self.cuda if u.facts is facts)
+
     def ext_host_function(self, name: str):
         """The C++ host function behind a Python-visible extension function name."""
         for u in self.cuda:

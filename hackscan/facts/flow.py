@@ -184,6 +184,15 @@ class PyFlow:
                 return GLUE
         return OTHER
 
+    def display_name(self, c: Call, kind: str) -> str:
+        """`self.conv(x)` is reported as the layer it calls (torch.nn.Conv2d)."""
+        parts = c.callee.split(".")
+        if kind in (HEAVY, COMPUTE) and len(parts) == 2 and parts[0] == "self" and c.func is not None:
+            ctor = self.self_attr_ctor(c.func.cls, parts[1])
+            if ctor:
+                return ctor
+        return c.callee
+
     def _self_is_ext(self, c: Call, attr: str) -> bool:
         if c.func is None:
             return False
@@ -347,7 +356,7 @@ class PyFlow:
                     if target is not None and self.launches_custom(target):
                         out.add(Origin(CUSTOM, c.callee, n))
                     continue
-                out.add(Origin(kind, c.callee, n))
+                out.add(Origin(kind, self.display_name(c, kind), n))
                 fn = n.child_by_field_name("function")
                 if fn is not None and fn.type == "attribute" and not c.resolved:
                     stack.append(fn.child_by_field_name("object"))

@@ -51,7 +51,7 @@ class AtenComputeInExtension(Rule):
         for name, (unit_facts, fn) in cf.funcs.items():
             if exported and name not in exported:
                 continue
-            unit = next(u for u in f.cuda if u.facts is unit_facts)
+            unit = f.unit_of(unit_facts)
             origins = cf.summary(name)
             aten = [o for o in origins if o.kind in (HEAVY, COMPUTE)]
             if not aten:

@@ -63,7 +63,7 @@ class ReturnsConstantTensor(Rule):
             fills = [o for o in origins if o.kind == CREATE and any(
                 s in o.name for s in ("zeros", "ones", "full"))]
             if fills and kinds <= {CREATE, GLUE, LITERAL, PARAM, "other"}:
-                unit = next(u for u in f.cuda if u.facts is uf)
+                unit = f.unit_of(uf)
                 ctx.report(fills[0].node, f"extension function {name} returns {fills[0].name} without launching a kernel",
                            unit=unit)
 

@@ -60,7 +60,7 @@ class ReturnsInput(Rule):
             origins = cf.summary(name)
             kinds = {o.kind for o in origins}
             if PARAM in kinds and kinds <= {PARAM, GLUE, LITERAL} and name in set(f.ext_functions) | set(uf.bindings.values()):
-                unit = next(u for u in f.cuda if u.facts is uf)
+                unit = f.unit_of(uf)
                 node = next((r for r, g in uf.returns if g is fn), fn.node)
                 ctx.report(node, f"extension function {name} returns its input without launching a kernel", unit=unit)
 

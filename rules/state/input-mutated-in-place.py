@@ -14,7 +14,8 @@ class InputMutatedInPlace(Rule):
     What it flags
         In-place methods (`x.zero_()`, `x.mul_(2)`, `x.copy_(...)`, `x.relu_()`), slice
         assignment (`x[...] = ...`), `out=x` and `inplace=True` on an argument of forward or
-        a view of it; in C++, in-place methods on tensor parameters.
+        a view of it; a Triton launch whose kernel stores through the parameter that receives
+        an input; in C++, in-place methods on tensor parameters.
 
     Why it is a hack
         When candidate and reference share input tensors, mutating them changes what the
@@ -76,6 +77,16 @@ class InputMutatedInPlace(Rule):
                     base = text(st.child_by_field_name("value"))
                     if base in aliases and self._still_alias(f, fwd, base, st, aliases):
                         ctx.report(st, f"assigns into the input {aliases[base]}")
+            for name, call in f.py.triton_launches:
+                if call.func is not fwd:
+                    continue
+                written = f.flow.triton_written_args(call) or set()
+                kname = name.split(".")[-1]
+                for i, a in enumerate(call.args):
+                    t = text(a)
+                    if i in written and t in aliases and self._still_alias(f, fwd, t, call.node, aliases):
+                        k = f.py.triton_kernels[kname]
+                        ctx.report(call.node, f"{kname} stores through {k.params[i]}, which is the input {aliases[t]}")
         for u in f.cuda:
             for c in u.facts.calls:
                 if c.func is None or c.func.kind != "host" or not c.receiver:

@@ -16,5 +16,5 @@ def gelu_inplace(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.empty_like(x)
-        gelu_inplace[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)  # hackscan: expect[unwritten-empty-output]
+        gelu_inplace[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)  # hackscan: expect[unwritten-empty-output, input-mutated-in-place]
         return y

@@ -88,6 +88,44 @@ def iter_scan(items: list[Item], opts: Options, jobs: int = 1, max_bytes: int = 
             yield from res
 
 
+def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic: str = "auto",
+          device: str = "cpu", policy: str = "kernelbench", entry: str = "ModelNew", timeout_s: float = 180.0,
+          seed: int | None = None) -> SubmissionResult:
+    """Static audit, then dynamic confirmation on hidden inputs in isolated workers.
+
+    `candidate` and `reference` are file paths or source text. `dynamic` is "off", "auto" (the
+    probes the static suspects name, plus hidden distributions) or "all" (every probe)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hackscan-api-") as tmp:
+        cand_path = _as_file(candidate, Path(tmp) / "candidate.py")
+        ref_path = _as_file(reference, Path(tmp) / "reference.py") if reference is not None else None
+        item = Item(cand_path, ref_path, str(candidate) if _is_path(candidate) else "<candidate>")
+        opts = Options(policy=policy, entry=entry)
+        result = scan_item(item, opts)
+        if dynamic == "off":
+            return result
+        from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+        session = DynamicSession(DynamicOptions(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed,
+                                                policy=policy))
+        try:
+            return session.audit(result, cand_path, ref_path)
+        finally:
+            session.close()
+
+
+def _is_path(x) -> bool:
+    return isinstance(x, Path) or (isinstance(x, str) and "\n" not in x and len(x) < 4096 and Path(x).is_file())
+
+
+def _as_file(x: str | Path, fallback: Path) -> Path:
+    if _is_path(x):
+        return Path(x)
+    fallback.write_text(str(x))
+    return fallback
+
+
 def scan_paths(paths: Iterable[str | Path], *, reference: str | Path | None = None,
                problems: str | Path | None = None, jobs: int = 1, **kw) -> list[SubmissionResult]:
     """Audit every candidate under `paths` (files or folders)."""

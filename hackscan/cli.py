@@ -45,7 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--baseline", help="suppress findings whose fingerprints are in FILE")
     a.add_argument("--write-baseline", metavar="FILE", help="write the fingerprints of this audit's findings to FILE")
     a.add_argument("--dynamic", choices=("off", "auto", "all"), default=None,
-                   help="dynamic confirmation; only 'off' is available in this version")
+                   help="auto (default): run the probes the static suspects name when torch is installed; "
+                        "all: every probe on every submission; off: static only")
+    a.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                   help="where candidates run for dynamic confirmation (default: cuda when available)")
+    a.add_argument("--timeout", type=float, default=None, help="wall-clock limit per worker, seconds (default 180)")
     a.add_argument("--jobs", "-j", type=int, default=None, help="processes for the static pass")
     a.add_argument("--max-bytes", type=int, default=None, help="skip files larger than this (default 1000000)")
     a.add_argument("--config", help="configuration file (default: hackscan.toml or [tool.hackscan] in pyproject.toml)")
@@ -136,10 +140,18 @@ def cmd_audit(args) -> int:
         cfg = load_config(Path(args.config) if args.config else find_config(Path.cwd()))
     except ConfigError as e:
         return _err(str(e))
-    dynamic = args.dynamic or cfg.get("dynamic", "off")
+    dynamic = args.dynamic or cfg.get("dynamic", "auto")
+    if dynamic not in ("off", "auto", "all"):
+        return _err(f"unknown dynamic mode {dynamic!r}")
+    device = args.device or cfg.get("device")
     if dynamic != "off":
-        return _err(f"--dynamic {dynamic} is not available yet: this version has the static pass only "
-                    "(dynamic confirmation on isolated workers is the next milestone). Use --dynamic off.")
+        try:
+            import torch  # noqa: F401 - the dynamic layer compares tensors in the auditor
+        except ImportError:
+            if args.dynamic:
+                return _err(f"--dynamic {dynamic} needs PyTorch in the auditor's environment "
+                            "(pip install 'hackscan[dynamic]'); use --dynamic off for the static pass")
+            dynamic = "off"  # auto without torch: static only, said in the report
     fmt = args.format or cfg.get("format", "text")
     if fmt not in ("text", "json", "jsonl", "sarif"):
         return _err(f"unknown format {fmt!r}")
@@ -196,18 +208,40 @@ def cmd_audit(args) -> int:
     try:
         from hackscan.report import jsonout
 
-        for r in iter_scan(items, opts, jobs, max_bytes):
-            results.append(r)
-            prog.step(r.path)
-            if fmt == "jsonl":
-                out_stream.write(jsonout.render_line(r))
+        session = None
+        if dynamic != "off":
+            from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+            if device is None:
+                import torch
+
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            session = DynamicSession(DynamicOptions(mode=dynamic, device=device, policy=policy,
+                                                    timeout_s=args.timeout or cfg.get("timeout", 180.0)))
+        try:
+            for item, r in zip(items, iter_scan(items, opts, jobs, max_bytes)):
+                if session is not None and r.verdict != "error" and item.path.is_file():
+                    try:
+                        r = session.audit(r, item.path, item.reference)
+                    except Exception as e:  # noqa: BLE001 - one submission's failure never stops the audit
+                        from dataclasses import replace
+
+                        r = replace(r, dynamic={"status": "error", "reason": f"{type(e).__name__}: {e}"})
+                results.append(r)
+                prog.step(r.path)
+                if fmt == "jsonl":
+                    out_stream.write(jsonout.render_line(r))
+                    out_stream.flush()
+        finally:
+            if session is not None:
+                session.close()
         prog.close()
         if fmt == "text":
             from hackscan.report import text
 
             color = args.color == "always" or (args.color == "auto" and out_stream is sys.stdout
                                                and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-            out_stream.write(text.render(results, color=color, show_clean=not args.quiet, root=root))
+            out_stream.write(text.render(results, color=color, show_clean=not args.quiet, root=root, dynamic=dynamic))
         elif fmt == "json":
             out_stream.write(jsonout.render(results, policy=policy, dynamic=dynamic))
         elif fmt == "sarif":

@@ -12,7 +12,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 KEYS = {"select": list, "ignore": list, "min-confidence": str, "fail-on": str, "policy": str,
-        "format": str, "baseline": str, "jobs": int, "entry": str, "max-bytes": int, "dynamic": str}
+        "format": str, "baseline": str, "jobs": int, "entry": str, "max-bytes": int, "dynamic": str, "device": str, "timeout": float}
 
 
 class ConfigError(ValueError):

@@ -107,6 +107,7 @@ class SubmissionResult:
     error: str | None = None
     suppressed: int = 0
     seconds: float = 0.0
+    dynamic: dict | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,5 +120,6 @@ class SubmissionResult:
             "entry": self.entry,
             "error": self.error,
             "suppressed_by_baseline": self.suppressed,
+            "dynamic": self.dynamic or {"status": "not-run"},
             "findings": [f.to_json() for f in self.findings],
         }

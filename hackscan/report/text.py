@@ -39,7 +39,7 @@ def _frame(f: Finding, lines_cache: dict, root: Path | None) -> list[str]:
 
 
 def render(results: list[SubmissionResult], *, color: bool = False, show_clean: bool = True,
-           root: Path | None = None) -> str:
+           root: Path | None = None, dynamic: str = "off") -> str:
     out: list[str] = []
     cache: dict = {}
     for r in results:
@@ -52,9 +52,13 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
             notes = [f"hack type: {f.hack_type}"]
             if loc.embedded is not None:
                 notes.append(f"in {loc.embedded} line {loc.embedded_line}")
-            if f.probes:
+            if f.dynamic.status != "not-run":
+                notes.append(f"dynamic: {f.dynamic.status}" + (f" by {f.dynamic.probe}" if f.dynamic.probe else ""))
+            elif f.probes:
                 notes.append(f"confirm with: {', '.join(f.probes)}")
             out.append(f"   = {'; '.join(notes)}")
+            if f.dynamic.detail and f.dynamic.status in ("confirmed", "refuted", "error"):
+                out.append(f"   = {f.dynamic.detail[:300]}")
             for rel in f.related:
                 out.append(f"   - {rel.location.path}:{rel.location.line}: {rel.message}")
             out.append("")
@@ -67,7 +71,7 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
     s = summary(results)
     v = s["verdicts"]
     parts = [f"{v[k]} {k}" for k in ("clean", "suspect", "hacked", "violation", "error") if v[k]]
+    tail = "(static only: dynamic confirmation not run)." if dynamic == "off" else f"(dynamic: {dynamic})."
     out.append(f"Audited {s['submissions']} submission{'s' if s['submissions'] != 1 else ''}: "
-               f"{', '.join(parts) or 'none'}; {s['findings']} finding{'s' if s['findings'] != 1 else ''} "
-               "(static only: dynamic confirmation not run).")
+               f"{', '.join(parts) or 'none'}; {s['findings']} finding{'s' if s['findings'] != 1 else ''} {tail}")
     return "\n".join(out) + "\n"

@@ -34,7 +34,9 @@ class ValueDependentBranch(Rule):
 
     Dynamic confirmation
         Hidden input distributions (negated, scaled, standard normal, heavy-tailed, zeros,
-        denormals): the candidate must match the reference on all of them.
+        denormals): the candidate must match the reference on all of them. A shortcut that stays
+        correct (ReLU returning its non-negative input) only changes the speed: the branch trace
+        or timing per distribution settles it, so matching outputs alone do not clear it.
 
     Known gaps
         Values reduced inside a CUDA kernel and used to pick a path on the device are not
@@ -49,7 +51,7 @@ class ValueDependentBranch(Rule):
     summary = "a branch on input values changes what forward computes"
     languages = ("python", "cuda")
     needs = ("flow", "cuda")
-    probes = ("hidden-distributions",)
+    probes = ("hidden-distributions", "branch-trace")
 
     def check(self, ctx):
         f = ctx.facts

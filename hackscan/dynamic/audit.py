@@ -1,0 +1,304 @@
+"""Dynamic confirmation of one submission: plan the probes, run the reference (once per problem)
+and the candidate in separate workers, compare in the auditor, and settle each finding."""
+from __future__ import annotations
+
+import hashlib
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import torch
+
+from hackscan.dynamic.probe import VARIANTS, Observations, Outcome, Probe, load_probes
+from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
+from hackscan.engine import verdict as static_verdict
+from hackscan.findings import Dynamic, Finding, Location, SubmissionResult
+
+# the names rules use for the probes that would confirm them -> the probes that implement them
+PROBE_ALIASES = {
+    "hidden-distributions": ("hidden-distributions",), "sensitivity": ("sensitivity",),
+    "fresh-call-consistency": ("fresh-call-consistency",), "timed-recheck": ("fresh-call-consistency",),
+    "per-call-timing": ("fresh-call-consistency",), "sentinel-output": ("poisoned-allocator",),
+    "poisoned-allocator": ("poisoned-allocator",),
+    "input-integrity": ("input-integrity",), "output-type": ("output-type",),
+    "identity-check": ("identity-check",), "global-state-diff": ("global-state-diff",),
+    "reference-absent": ("isolated-worker",), "isolated-worker": ("isolated-worker",),
+    "thread-count": ("global-state-diff",), "secret-seed-inputs": ("hidden-distributions",),
+    "other-shapes": ("other-shapes",), "all-probes": (),
+}
+
+
+@dataclass
+class ReferenceRun:
+    ok: bool
+    error: str | None
+    dir: Path | None
+    outputs: dict = field(default_factory=dict)     # set -> (fp32, fp64|None)
+    init_file: Path | None = None
+    input_spec: list = field(default_factory=list)
+    seconds: float = 0.0
+    other_shape: dict = field(default_factory=dict)
+
+
+@dataclass
+class DynamicOptions:
+    mode: str = "auto"          # auto | all
+    device: str = "cpu"
+    timeout_s: float = 180.0
+    memory_budget_bytes: int = 8 << 30
+    seed: int | None = None     # secret per-audit seed; drawn fresh when None
+    policy: str = "kernelbench"
+
+
+class DynamicSession:
+    """One audit's dynamic state: the secret seed and the reference runs, reused across every
+    candidate of the same problem."""
+
+    def __init__(self, opts: DynamicOptions):
+        self.opts = opts
+        self.seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31 - 1)
+        self.work = Path(tempfile.mkdtemp(prefix="hackscan-dyn-"))
+        self._refs: dict[str, ReferenceRun] = {}
+        self.timings: dict[str, float] = {}
+
+    def close(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    # ---- reference -------------------------------------------------------------
+    def reference(self, ref_path: Path, entry_init_seed: int) -> ReferenceRun:
+        src = ref_path.read_bytes()
+        key = hashlib.sha256(src).hexdigest()[:16]
+        if key in self._refs:
+            return self._refs[key]
+        d = self.work / f"ref-{key}"
+        sets = ["visible", "visible2", *VARIANTS, "other_shape"]
+        job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
+               "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
+               "visible_seeds": {"visible": self._derive("visible"), "visible2": self._derive("visible2")},
+               "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self._derive("variants"),
+               "memory_budget_bytes": self.opts.memory_budget_bytes, "fp64": True, "init_file": "init.pt",
+               "other_shapes": True,
+               "plan": [{"op": "forward", "set": s} for s in sets]}
+        t0 = time.perf_counter()
+        res = run_worker(job, {"reference_module.py": ref_path}, self._limits(), self.opts.device, self._env(), jobdir=d)
+        run = ReferenceRun(res.ok, res.error, d, init_file=d / "init.pt",
+                           input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0)
+        run.other_shape = res.data.get("other_shape", {})
+        if res.ok:
+            for rec in res.data.get("steps", []):
+                if "error" in rec:
+                    if rec["set"] == "other_shape":
+                        run.other_shape = {"changed": {}, "error": rec["error"]}
+                        continue
+                    run.ok, run.error = False, f"reference forward failed on {rec['set']}: {rec['error']}"
+                    break
+                outs = torch.load(d / rec["file"], weights_only=True)
+                cur = run.outputs.get(rec["set"], (None, None))
+                run.outputs[rec["set"]] = (outs, cur[1]) if rec["variant"] == "fp32" else (cur[0], outs)
+        self._refs[key] = run
+        return run
+
+    def _derive(self, what: str) -> int:
+        return int.from_bytes(hashlib.sha256(f"{self.seed}:{what}".encode()).digest()[:4], "little") & 0x7FFFFFFF
+
+    def _limits(self) -> Limits:
+        return Limits(timeout_s=self.opts.timeout_s,
+                      memory_bytes=None if self.opts.device == "cuda" else max(self.opts.memory_budget_bytes * 2, 8 << 30))
+
+    def _env(self) -> dict[str, str]:
+        env = {"OMP_NUM_THREADS": "2"}
+        if self.opts.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        return env
+
+    # ---- one candidate ---------------------------------------------------------
+    def audit(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
+        t0 = time.perf_counter()
+        if result.verdict == "error":
+            return result
+        probes = self.select_probes(result)
+        if self.opts.mode == "auto" and not any(f.probes for f in result.findings):
+            return replace(result, dynamic={"status": "not-run",
+                                            "reason": "no static suspect to confirm (--dynamic all probes anyway)"})
+        if ref_path is None:
+            return self._settle(result, [Outcome(p.name, "inconclusive", "no reference to compare with") for p in probes],
+                                {"status": "inconclusive", "reason": "no reference"})
+        if result.backend == "cuda" and self.opts.device != "cuda":
+            return self._settle(result, [Outcome(p.name, "inconclusive", "CUDA extension: needs a GPU") for p in probes],
+                                {"status": "inconclusive", "reason": "the candidate builds a CUDA extension; no GPU here"})
+        init_seed = self._derive("init")
+        ref = self.reference(ref_path, init_seed)
+        if not ref.ok:
+            return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
+                                {"status": "inconclusive", "reason": f"reference: {ref.error}"})
+        plan, expected = self._plan(probes)
+        out_bytes = [int(t.numel() * t.element_size()) for t in ref.outputs.get("visible", ([], None))[0]
+                     if isinstance(t, torch.Tensor)]
+        for s in plan:
+            if s.get("sizes") == "OUTPUT_BYTES":
+                s["sizes"] = out_bytes
+        d = self.work / f"cand-{hashlib.sha256(str(cand_path).encode()).hexdigest()[:12]}-{secrets.token_hex(3)}"
+        d.mkdir(parents=True)
+        files = {"candidate_module.py": cand_path}
+        for sib in cand_path.parent.iterdir():
+            if sib.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and sib.stat().st_size < 2_000_000:
+                files[sib.name] = sib
+        if not ref.other_shape.get("changed"):
+            plan = [s for s in plan if s.get("set") != "other_shape"]
+        sets_needed = sorted({s.get("set") for s in plan if s.get("set")} | {s.get("from") for s in plan if s.get("from")})
+        for s in sets_needed:
+            if (ref.dir / f"in_{s}.pt").is_file():
+                shutil.copy(ref.dir / f"in_{s}.pt", d / f"in_{s}.pt")
+        shutil.copy(ref.init_file, d / "init.pt")
+        job = {"role": "candidate", "source": "candidate_module.py", "module_name": "candidate_module",
+               "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
+               "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes}
+        res = run_worker(job, files, self._limits(), self.opts.device, self._env(), jobdir=d)
+        info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
+                "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
+                "torch": res.data.get("torch")}
+        if not res.ok and not res.data.get("steps"):
+            outcome = self._crash_outcomes(probes, res)
+            info.update(status="error", reason=res.error)
+            return self._settle(result, outcome, info, error=res.error)
+        res.data["other_shape"] = ref.other_shape
+        obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
+                           load_output=lambda f: torch.load(d / f, weights_only=True), reference_outputs=ref.outputs,
+                           expected_set=expected)
+        outcomes = []
+        for p in probes:
+            try:
+                outcomes.append(p().evaluate(obs))
+            except Exception as e:  # noqa: BLE001 - a probe bug must not lose the audit
+                outcomes.append(Outcome(p.name, "error", f"probe failed: {type(e).__name__}: {e}"))
+        vis = obs.compare("visible") or obs.compare("fresh", 100)
+        info["correct_on_visible"] = bool(vis and vis.ok)
+        if vis is not None and not vis.ok:
+            info["visible_mismatch"] = vis.short()
+            # a candidate wrong on the benchmark's own inputs in isolation clears nothing
+            outcomes = [replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")
+                        if o.status == "passed" else o for o in outcomes]
+        info["total_s"] = round(time.perf_counter() - t0, 3)
+        return self._settle(result, outcomes, info)
+
+    def select_probes(self, result: SubmissionResult) -> list[type[Probe]]:
+        allp = {p.name: p for p in load_probes() if not (p.needs_gpu and self.opts.device != "cuda")}
+        if self.opts.mode == "all":
+            return list(allp.values())
+        names: set[str] = {"hidden-distributions"}
+        for f in result.findings:
+            for pn in f.probes:
+                names.update(PROBE_ALIASES.get(pn, ()))
+        return [allp[n] for n in sorted(names) if n in allp]
+
+    @staticmethod
+    def _plan(probes) -> tuple[list[dict], dict]:
+        steps: list[dict] = []
+        seen = set()
+        ordered = sorted(probes, key=lambda p: 0 if p.name == "fresh-call-consistency" else 1)
+        for p in ordered:
+            for s in p().plan():
+                # plain forwards on a set are idempotent and shared; slot sequences are kept whole
+                if s.get("op") == "forward" and "slot" not in s:
+                    key = (s["set"], s.get("call", 0))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                steps.append(s)
+        expected = {(s.get("slot") or s["set"], s.get("call", 0)): s["expect"] for s in steps
+                    if s.get("op") == "forward" and "expect" in s}
+        return steps, expected
+
+    @staticmethod
+    def _crash_outcomes(probes, res: WorkerResult) -> list[Outcome]:
+        err = res.error or "worker failed"
+        out = []
+        for p in probes:
+            if p.name == "isolated-worker" and "ModuleNotFoundError" in err:
+                out.append(p().evaluate(Observations(candidate=res.data, steps={}, load_output=None,
+                                                     reference_outputs={})))
+            else:
+                out.append(Outcome(p.name, "error", f"the candidate crashed: {err[:300]}"))
+        return out
+
+    # ---- settling findings -----------------------------------------------------
+    def _settle(self, result: SubmissionResult, outcomes: list[Outcome], info: dict,
+                error: str | None = None) -> SubmissionResult:
+        by_name = {o.probe: o for o in outcomes}
+        findings: list[Finding] = []
+        matched_catches: set[str] = set()
+        for f in result.findings:
+            names = [n for pn in f.probes for n in PROBE_ALIASES.get(pn, ())]
+            rel = [by_name[n] for n in names if n in by_name]
+            caught = [o for o in rel if o.status == "caught" and (o.hack_type in (None, f.hack_type))
+                      and _confirms(o.probe, f.hack_type)]
+            if caught:
+                o = caught[0]
+                matched_catches.add(o.probe)
+                dyn = Dynamic("confirmed", o.probe, o.detail)
+            elif rel and all(o.status == "passed" for o in rel):
+                missing = [pn for pn in f.probes if not PROBE_ALIASES.get(pn)]
+                detail = "; ".join(o.detail for o in rel)[:500]
+                if missing:
+                    dyn = Dynamic("inconclusive", rel[0].probe,
+                                  f"{detail}; not settled without {', '.join(missing)} (not available yet)")
+                else:
+                    dyn = Dynamic("refuted", rel[0].probe, detail)
+            elif rel and any(o.status == "error" for o in rel):
+                o = next(o for o in rel if o.status == "error")
+                dyn = Dynamic("error", o.probe, o.detail)
+            elif rel:
+                dyn = Dynamic("inconclusive", rel[0].probe, "; ".join(o.detail for o in rel)[:500])
+            else:
+                dyn = Dynamic("inconclusive", None, "no implemented probe confirms this rule yet")
+            findings.append(replace(f, dynamic=dyn))
+        unmatched = [o for o in outcomes if o.status == "caught" and o.probe not in matched_catches
+                     and not o.corroborates_only]
+        if matched_catches and unmatched:
+            # a suspect is already confirmed: further catches are evidence, not new findings
+            info["other_catches"] = {o.probe: o.detail for o in unmatched}
+            unmatched = []
+        for o in unmatched:
+            ht = o.hack_type or _default_type(o.probe)
+            findings.append(Finding(
+                rule_id=f"probe/{o.probe}", hack_type=ht, category="dynamic", severity="high",
+                confidence="high", message=f"{o.probe}: {o.detail}", location=Location(result.path, 1),
+                snippet="", probes=(o.probe,), certain=True, dynamic=Dynamic("confirmed", o.probe, o.detail)))
+        v, reasons, types = _dynamic_verdict(findings, self.opts.policy)
+        if error is not None and v == "clean":
+            v, reasons = "error", (f"dynamic: {error}",)
+        return replace(result, findings=tuple(findings), verdict=v, reasons=reasons, hack_types=types,
+                       dynamic=info)
+
+
+def _confirms(probe_name: str, hack_type: str) -> bool:
+    for p in load_probes():
+        if p.name == probe_name:
+            return hack_type in p.confirms
+    return False
+
+
+def _default_type(probe_name: str) -> str:
+    for p in load_probes():
+        if p.name == probe_name:
+            return p.confirms[0]
+    return "obfuscation"
+
+
+def _dynamic_verdict(findings: list[Finding], policy: str):
+    """Confirmed findings decide; refuted ones stop counting; the rest keep their static weight."""
+    from hackscan.hacktypes import CHEAT, VIOLATION, family
+
+    confirmed = [f for f in findings if f.dynamic.status == "confirmed"
+                 and (policy != "any" or family(f.hack_type) != VIOLATION)]
+    if any(family(f.hack_type) == CHEAT for f in confirmed):
+        drivers = [f for f in confirmed if family(f.hack_type) == CHEAT]
+        return "hacked", tuple(f"{f.rule_id}: {f.dynamic.detail}" for f in drivers), \
+            tuple(sorted({f.hack_type for f in confirmed}))
+    live = [replace(f, certain=f.certain or f.dynamic.status == "confirmed") for f in findings
+            if f.dynamic.status != "refuted"]
+    return static_verdict(live, policy)

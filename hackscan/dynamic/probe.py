@@ -1,0 +1,88 @@
+"""What a probe is: the input sets it needs, the candidate calls it adds to the plan, and how it
+reads the outcome. One module per probe under hackscan/dynamic/probes/, found by walking."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import ClassVar
+
+VARIANTS = ("negated", "scaled_x3", "scaled_x0.01", "normal", "heavy_tailed", "zeros", "denormals", "large",
+            "noncontiguous")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    probe: str
+    status: str                 # caught | passed | inconclusive | error
+    detail: str
+    hack_type: str | None = None
+    corroborates_only: bool = False   # may confirm a matching static suspect, never stands alone
+
+
+@dataclass
+class Observations:
+    """What the runs produced, for probes to read: candidate step records and outputs, reference
+    outputs per input set, and cached comparisons."""
+
+    candidate: dict
+    steps: dict                 # (set, call) -> step record
+    load_output: object         # callable(file) -> list of tensors
+    reference_outputs: dict     # set -> (fp32 list, fp64 list | None)
+    expected_set: dict = field(default_factory=dict)   # (set, call) -> the set whose reference applies
+    _cmp: dict = field(default_factory=dict)
+
+    def compare(self, set_name: str, call: int = 0):
+        from hackscan.dynamic.compare import compare
+
+        key = (set_name, call)
+        if key in self._cmp:
+            return self._cmp[key]
+        rec = self.steps.get(key)
+        exp = self.expected_set.get(key, set_name)
+        if rec is None or exp not in self.reference_outputs:
+            res = None
+        elif "error" in rec:
+            from hackscan.dynamic.compare import Comparison
+
+            res = Comparison(False, f"forward raised {rec['error'][:200]}")
+        else:
+            cand = self.load_output(rec["file"])
+            r32, r64 = self.reference_outputs[exp]
+            res = compare(cand, r32, r64)
+        self._cmp[key] = res
+        return res
+
+
+class Probe:
+    name: ClassVar[str]
+    confirms: ClassVar[tuple[str, ...]]
+    summary: ClassVar[str]
+    sets: ClassVar[tuple[str, ...]] = ()
+    needs_gpu: ClassVar[bool] = False
+
+    def plan(self) -> list[dict]:
+        return []
+
+    def evaluate(self, obs: Observations) -> Outcome:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@lru_cache(maxsize=1)
+def load_probes() -> tuple[type[Probe], ...]:
+    root = Path(__file__).with_name("probes")
+    out = []
+    for path in sorted(root.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        modname = f"hackscan.dynamic.probes.{path.stem}"
+        spec = importlib.util.spec_from_file_location(modname, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = mod
+        spec.loader.exec_module(mod)
+        found = [v for v in vars(mod).values() if isinstance(v, type) and issubclass(v, Probe) and v is not Probe
+                 and v.__module__ == modname]
+        out.extend(found)
+    return tuple(out)

@@ -1,0 +1,1 @@
+"""One module per probe; `hackscan.dynamic.probe.load_probes` finds them."""

@@ -1,0 +1,40 @@
+from hackscan.dynamic.probe import Outcome, Probe
+
+CALLS = 10
+
+
+class FreshCallConsistency(Probe):
+    """Repeated calls, new values in the same storage, and more calls than a correctness check
+    makes: every output is compared with the reference of the values it was given."""
+
+    name = "fresh-call-consistency"
+    confirms = ("result-caching", "cross-call-batching", "phase-detection", "stale-memory")
+    summary = "every call's output matches the reference for the values it was given"
+    sets = ("visible", "visible2")
+
+    def plan(self):
+        steps = [{"op": "forward", "set": "visible", "slot": "fresh", "call": 100, "expect": "visible"},
+                 {"op": "forward", "set": "visible", "slot": "fresh", "call": 101, "expect": "visible"}]
+        cur = "visible"
+        for i in range(2, CALLS):
+            nxt = "visible2" if cur == "visible" else "visible"
+            steps.append({"op": "refill", "into": "fresh", "from": nxt})
+            steps.append({"op": "forward", "set": "visible", "slot": "fresh", "call": 100 + i, "expect": nxt})
+            cur = nxt
+        return steps
+
+    def evaluate(self, obs):
+        first = obs.compare("fresh", 100)
+        if first is None:
+            return Outcome(self.name, "error", "no output for the first call")
+        if not first.ok:
+            return Outcome(self.name, "inconclusive", f"wrong on the first call already ({first.short()})")
+        bad = []
+        for i in range(1, CALLS):
+            c = obs.compare("fresh", 100 + i)
+            if c is not None and not c.ok:
+                what = "repeated call" if i == 1 else f"call {i + 1} (same storage, new values)"
+                bad.append(f"{what}: {c.short()}")
+        if bad:
+            return Outcome(self.name, "caught", "first call right, later calls wrong: " + "; ".join(bad[:3]))
+        return Outcome(self.name, "passed", f"{CALLS} calls, each right for the values it was given")

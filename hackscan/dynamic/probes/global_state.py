@@ -1,0 +1,31 @@
+from hackscan.dynamic.probe import Outcome, Probe
+
+
+class GlobalStateDiff(Probe):
+    """Backend flags, default dtype, determinism, thread count and the environment are the same
+    before the candidate is imported and after forward."""
+
+    name = "global-state-diff"
+    confirms = ("global-state-tampering", "precision-downgrade")
+    summary = "process-wide state is unchanged by the candidate"
+    sets = ("visible",)
+
+    def plan(self):
+        return [{"op": "forward", "set": "visible"}]
+
+    def evaluate(self, obs):
+        st = obs.candidate.get("state")
+        if not st:
+            return Outcome(self.name, "error", "no state snapshot")
+        before = st["before"]
+        diffs = [f"{k}: {before[k]} -> {st['after_forward'].get(k)}" for k in before
+                 if st["after_forward"].get(k) != before[k] or st["after_import"].get(k) != before[k]]
+        if diffs:
+            tf32 = any("tf32" in d or "matmul_precision" in d for d in diffs)
+            return Outcome(self.name, "caught", "changed: " + "; ".join(diffs[:4]),
+                           "precision-downgrade" if tf32 and len(diffs) == 1 else "global-state-tampering")
+        threads = obs.candidate.get("threads", {})
+        if threads.get("after", 0) > threads.get("before", 0):
+            return Outcome(self.name, "caught", f"threads {threads['before']} -> {threads['after']} after forward",
+                           "async-offload")
+        return Outcome(self.name, "passed", "backend flags, dtype defaults, environment and thread count unchanged")

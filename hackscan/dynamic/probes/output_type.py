@@ -1,0 +1,20 @@
+from hackscan.dynamic.probe import Outcome, Probe
+
+
+class OutputType(Probe):
+    """Outputs must be plain torch.Tensor objects, not subclasses or wrappers."""
+
+    name = "output-type"
+    confirms = ("lazy-tensor",)
+    summary = "outputs are plain tensors"
+    sets = ("visible",)
+
+    def plan(self):
+        return [{"op": "forward", "set": "visible"}]
+
+    def evaluate(self, obs):
+        odd = sorted({t for rec in obs.steps.values() for t in rec.get("types", [])
+                      if t not in ("torch.Tensor", "builtins.float", "builtins.int")})
+        if odd:
+            return Outcome(self.name, "caught", f"forward returned {', '.join(odd)}")
+        return Outcome(self.name, "passed", "every output is a plain torch.Tensor")

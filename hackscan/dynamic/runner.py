@@ -1,0 +1,145 @@
+"""Spawn a worker in a fresh interpreter with the protections the platform allows, and collect
+what it wrote. A crash, hang, segfault, `os._exit`, `sys.exit` or exception at import becomes a
+`WorkerResult` with `error` set; nothing here raises for the audited code's behaviour."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+WORKER = Path(__file__).with_name("worker.py")
+KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
+            "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TRITON_INTERPRET", "TRITON_CACHE_DIR",
+            "TORCH_EXTENSIONS_DIR", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "PYTHONPATH")
+CLONE_NEWNET = 0x40000000
+
+
+@dataclass
+class Limits:
+    timeout_s: float = 120.0
+    memory_bytes: int | None = 16 << 30     # address-space limit on CPU runs; CUDA needs none
+    file_bytes: int = 1 << 30              # largest file the worker may write
+    no_network: bool = True
+
+
+@dataclass
+class WorkerResult:
+    ok: bool
+    error: str | None
+    data: dict
+    jobdir: Path
+    wall_s: float
+    returncode: int | None
+    protections: list[str] = field(default_factory=list)
+    stderr_tail: str = ""
+
+
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def protections_available(limits: Limits, device: str) -> list[str]:
+    out = ["fresh interpreter (python -I)", "scratch working directory", "scrubbed environment",
+           f"wall-clock timeout {limits.timeout_s:g}s", "process group killed at the end"]
+    if sys.platform.startswith("linux"):
+        if limits.memory_bytes and device == "cpu":
+            out.append(f"address-space limit {limits.memory_bytes >> 20} MiB")
+        out.append(f"file-size limit {limits.file_bytes >> 20} MiB")
+        if limits.no_network and os.geteuid() == 0:
+            out.append("no network (own network namespace)")
+    return out
+
+
+def _preexec(limits: Limits, device: str):
+    def fn():
+        os.setsid()
+        if not sys.platform.startswith("linux"):
+            return
+        if limits.memory_bytes and device == "cpu":
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        cpu = int(limits.timeout_s * 4) + 10
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        if limits.no_network and os.geteuid() == 0:
+            libc = _libc()
+            if libc is not None:
+                libc.unshare(CLONE_NEWNET)
+    return fn
+
+
+def scrubbed_env(scratch: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: os.environ[k] for k in KEEP_ENV if k in os.environ}
+    env.update({"HOME": str(scratch), "TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONHASHSEED": "0"})
+    env.update(extra or {})
+    return env
+
+
+def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = "cpu",
+               env_extra: dict[str, str] | None = None, jobdir: Path | None = None,
+               keep_jobdir: bool = True) -> WorkerResult:
+    """Write the job into a fresh scratch folder, run the worker there, read result.json."""
+    jobdir = jobdir or Path(tempfile.mkdtemp(prefix=f"hackscan-{job['role']}-"))
+    jobdir.mkdir(parents=True, exist_ok=True)
+    for name, src in files.items():
+        shutil.copy(src, jobdir / name)
+    (jobdir / "job.json").write_text(json.dumps(job))
+    worker_copy = jobdir / "_worker.py"
+    shutil.copy(WORKER, worker_copy)
+    cmd = [sys.executable, "-I", "-X", "faulthandler", str(worker_copy), str(jobdir)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=jobdir, env=scrubbed_env(jobdir, env_extra), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_preexec(limits, device))
+    timed_out = False
+    try:
+        _, err = proc.communicate(timeout=limits.timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        _, err = proc.communicate()
+    finally:
+        _kill_group(proc)
+    wall = time.perf_counter() - t0
+    tail = (err or b"").decode("utf-8", "replace")[-3000:]
+    data: dict = {}
+    rpath = jobdir / "result.json"
+    if rpath.is_file():
+        try:
+            data = json.loads(rpath.read_text())
+        except ValueError:
+            data = {}
+    error = None
+    if timed_out:
+        error = f"timed out after {limits.timeout_s:g}s (hang, infinite loop or a kernel that never returns)"
+    elif proc.returncode is not None and proc.returncode < 0:
+        sig = -proc.returncode
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        error = f"worker killed by {name}" + (" (memory limit)" if name in ("SIGKILL", "SIGSEGV") and "MemoryError" in tail
+                                               else "")
+    elif not data:
+        error = f"worker exited with code {proc.returncode} without a result (os._exit, a crash or a fault)"
+    elif not data.get("ok"):
+        error = data.get("error") or "worker reported failure"
+    return WorkerResult(ok=error is None, error=error, data=data, jobdir=jobdir, wall_s=wall,
+                        returncode=proc.returncode, protections=protections_available(limits, device),
+                        stderr_tail=tail)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass

@@ -1,0 +1,354 @@
+"""The worker: runs ONE model (the candidate or the reference) in its own fresh interpreter.
+
+This file is executed as a script (`python -I worker.py JOBDIR`) inside a scratch directory. It
+imports nothing from hackscan, so the audited code never shares an interpreter with the auditor,
+and it reads its instructions from JOBDIR/job.json and writes tensors and JOBDIR/result.json.
+
+Everything it reports is, for a candidate, untrusted: the candidate can patch anything in this
+process. The auditor therefore only trusts what it can check itself (output tensors loaded with
+`weights_only=True` and compared against a reference computed in another process); in-process
+observations (checksums, state snapshots, types) are evidence, captured before the candidate is
+imported where that matters.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+
+def _emit(jobdir: str, result: dict) -> None:
+    tmp = os.path.join(jobdir, "result.json.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(result, fh)
+    os.replace(tmp, os.path.join(jobdir, "result.json"))
+
+
+def _checksum(torch, t) -> str | None:
+    if not isinstance(t, torch.Tensor):
+        return None
+    try:
+        c = t.detach().contiguous().cpu()
+        return hashlib.sha256(c.view(torch.uint8).numpy().tobytes() if c.numel() else b"").hexdigest()[:16]
+    except Exception:  # noqa: BLE001 - a tensor we cannot read is reported as such
+        return "unreadable"
+
+
+def _state(torch) -> dict:
+    """Process-wide state a candidate may tamper with, captured as plain strings."""
+    b = torch.backends
+    out = {
+        "default_dtype": str(torch.get_default_dtype()),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cudnn.allow_tf32": str(b.cudnn.allow_tf32),
+        "cudnn.benchmark": str(b.cudnn.benchmark),
+        "cudnn.deterministic": str(b.cudnn.deterministic),
+        "cudnn.enabled": str(b.cudnn.enabled),
+        "cuda.matmul.allow_tf32": str(b.cuda.matmul.allow_tf32),
+        "deterministic_algorithms": str(torch.are_deterministic_algorithms_enabled()),
+        "grad_enabled": str(torch.is_grad_enabled()),
+        "num_threads": str(torch.get_num_threads()),
+        "env": hashlib.sha256(json.dumps(sorted(os.environ.items())).encode()).hexdigest()[:16],
+    }
+    return out
+
+
+def _identities(torch) -> dict:
+    """ids of the functions a harness relies on: checker, timers, synchronisation."""
+    import time as _time
+
+    names = {
+        "torch.allclose": torch.allclose, "torch.isclose": torch.isclose, "torch.equal": torch.equal,
+        "torch.testing.assert_close": torch.testing.assert_close, "torch.manual_seed": torch.manual_seed,
+        "torch.rand": torch.rand, "torch.randn": torch.randn,
+        "torch.Tensor.__eq__": torch.Tensor.__eq__, "torch.Tensor.__sub__": torch.Tensor.__sub__,
+        "torch.cuda.synchronize": torch.cuda.synchronize, "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+        "torch.cuda.Event.record": torch.cuda.Event.record,
+        "time.perf_counter": _time.perf_counter, "time.time": _time.time, "time.monotonic": _time.monotonic,
+    }
+    return {k: str(id(v)) for k, v in names.items()}
+
+
+def _load_module(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _to_device(torch, obj, device, dtype64=False):
+    if isinstance(obj, torch.Tensor):
+        t = obj.to(device)
+        if dtype64 and t.is_floating_point():
+            t = t.double()
+        return t
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_device(torch, o, device, dtype64) for o in obj)
+    return obj
+
+
+def _outputs_list(torch, out):
+    if isinstance(out, (list, tuple)):
+        return list(out)
+    return [out]
+
+
+def _plain(torch, t):
+    """A plain tensor copy in memory the worker owns (a subclass is reported, then unwrapped)."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    base = t.as_subclass(torch.Tensor) if type(t) is not torch.Tensor else t
+    return base.detach().clone().cpu()
+
+
+def main(jobdir: str) -> int:
+    job = json.load(open(os.path.join(jobdir, "job.json")))
+    result: dict = {"ok": False, "role": job["role"], "steps": [], "events": []}
+    t_start = time.perf_counter()
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        result["error"] = f"torch is not importable in the worker: {e}"
+        _emit(jobdir, result)
+        return 3
+    result["torch"] = torch.__version__
+    device = job.get("device", "cpu")
+    try:
+        torch.set_grad_enabled(False)
+        state0 = _state(torch)
+        ids0 = _identities(torch)
+        threads0 = _thread_count()
+        t0 = time.perf_counter()
+        mod = _load_module(os.path.join(jobdir, job["source"]), job.get("module_name", "submission"))
+        result["import_s"] = time.perf_counter() - t0
+        state1 = _state(torch)
+        ids1 = _identities(torch)
+        entry = getattr(mod, job["entry"], None)
+        if entry is None:
+            raise LookupError(f"no class {job['entry']} after import")
+        if job.get("prepare"):
+            _prepare(torch, mod, job, jobdir, result)
+        init = torch.load(os.path.join(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
+        torch.manual_seed(job["init_seed"])
+        model = entry(*init)
+        if hasattr(model, "to"):
+            model = model.to(device)
+        if hasattr(model, "eval") and job.get("eval", False):
+            model.eval()
+        if job.get("param_file"):
+            _load_params(torch, model, os.path.join(jobdir, job["param_file"]), result)
+        variants = [("fp32", model)]
+        if job.get("fp64"):
+            import copy
+
+            try:
+                variants.append(("fp64", copy.deepcopy(model).double()))
+            except Exception as e:  # noqa: BLE001
+                result["events"].append(f"fp64 copy failed: {type(e).__name__}: {e}")
+        sets = _LazySets(torch, jobdir)  # each input set is loaded right before its first use
+        slots: dict = {}
+        for step in job["plan"]:
+            _run_step(torch, step, sets, variants, device, jobdir, result, slots, job.get("poison_sizes", ()))
+        result["state"] = {"before": state0, "after_import": state1, "after_forward": _state(torch)}
+        result["identities_changed"] = sorted(k for k in ids0 if ids0[k] != ids1.get(k) or
+                                              ids0[k] != _identities(torch).get(k))
+        result["threads"] = {"before": threads0, "after": _thread_count()}
+        result["ok"] = True
+    except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from the candidate too
+        result["error"] = f"{type(e).__name__}: {e}"[:2000]
+        result["traceback"] = traceback.format_exc()[-4000:]
+    result["total_s"] = time.perf_counter() - t_start
+    _emit(jobdir, result)
+    return 0
+
+
+class _LazySets(dict):
+    def __init__(self, torch, jobdir):
+        super().__init__()
+        self._torch, self._dir = torch, jobdir
+
+    def __missing__(self, name):
+        value = self._torch.load(os.path.join(self._dir, f"in_{name}.pt"), weights_only=True)
+        self[name] = value
+        return value
+
+
+def _thread_count() -> int:
+    import threading
+
+    return threading.active_count()
+
+
+def _prepare(torch, mod, job, jobdir, result) -> None:
+    """Reference only: learn the inputs' shapes on the meta device, then materialise the
+    visible input sets and the hidden variants from the auditor's seeds."""
+    get_inputs = getattr(mod, "get_inputs")
+    get_init = getattr(mod, "get_init_inputs", lambda: [])
+    with torch.device("meta"):
+        meta = get_inputs()
+    spec = []
+    for t in meta:
+        if isinstance(t, torch.Tensor):
+            spec.append({"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                         "bytes": t.numel() * t.element_size()})
+        else:
+            spec.append({"scalar": repr(t)[:50]})
+    result["input_spec"] = spec
+    budget = job.get("memory_budget_bytes")
+    total = sum(s.get("bytes", 0) for s in spec)
+    result["input_bytes"] = total
+    if budget and total * job.get("memory_factor", 8) > budget:
+        raise MemoryError(f"inputs take {total:,} bytes; {job.get('memory_factor', 8)}x that exceeds the "
+                          f"{budget:,}-byte budget")
+    torch.save(list(get_init()), os.path.join(jobdir, "init.pt"))
+    for name, seed in job["visible_seeds"].items():
+        torch.manual_seed(seed)
+        vals = list(get_inputs())
+        torch.save(vals, os.path.join(jobdir, f"in_{name}.pt"))
+    if job.get("other_shapes"):
+        result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir)
+    from_set = job.get("variants_from")
+    if from_set:
+        base = torch.load(os.path.join(jobdir, f"in_{from_set}.pt"), weights_only=True)
+        g = torch.Generator().manual_seed(job["variant_seed"])
+        for v in job.get("variants", []):
+            torch.save([_variant(torch, t, v, g) for t in base], os.path.join(jobdir, f"in_{v}.pt"))
+
+
+def _other_shape(torch, mod, get_inputs, get_init, job, jobdir):
+    """Inputs of another size: module-level integers read by get_inputs (and not by
+    get_init_inputs, which shapes the parameters) are shrunk by one, off any tile multiple."""
+    init_names = set(getattr(get_init, "__code__", None).co_names) if hasattr(get_init, "__code__") else set()
+    names = [n for n in get_inputs.__code__.co_names
+             if isinstance(getattr(mod, n, None), int) and not isinstance(getattr(mod, n), bool)
+             and getattr(mod, n) > 2 and n not in init_names]
+    if not names:
+        return {"changed": {}}
+    old = {n: getattr(mod, n) for n in names}
+    try:
+        for n, v in old.items():
+            setattr(mod, n, v - 1)
+        torch.manual_seed(job["visible_seeds"]["visible"] + 1)
+        vals = list(get_inputs())
+    finally:
+        for n, v in old.items():
+            setattr(mod, n, v)
+    torch.save(vals, os.path.join(jobdir, "in_other_shape.pt"))
+    return {"changed": {n: [v, v - 1] for n, v in old.items()}}
+
+
+def _variant(torch, t, kind, g):
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+        return t
+    dt = t.dtype
+    if kind == "negated":
+        return -t
+    if kind == "scaled_x3":
+        return t * 3
+    if kind == "scaled_x0.01":
+        return t * 0.01
+    if kind == "normal":
+        return torch.randn(t.shape, generator=g).to(dt)
+    if kind == "heavy_tailed":
+        # a ratio of a normal to a uniform: Cauchy-like tails, clipped to stay finite
+        x = torch.randn(t.shape, generator=g) / torch.rand(t.shape, generator=g).clamp_min(0.05)
+        return x.clamp(-1e3, 1e3).to(dt)
+    if kind == "zeros":
+        return torch.zeros_like(t)
+    if kind == "denormals":
+        tiny = torch.finfo(dt).tiny
+        return (torch.randn(t.shape, generator=g) * tiny * 0.5).to(dt)
+    if kind == "large":
+        big = min(torch.finfo(dt).max ** 0.25, 1e4)
+        return (torch.randn(t.shape, generator=g) * big).to(dt)
+    if kind == "noncontiguous":
+        if t.dim() >= 2:
+            return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+        return torch.stack([t, t], dim=-1)[..., 0]
+    if kind == "fresh":
+        return torch.rand(t.shape, generator=g).to(dt)
+    raise ValueError(kind)
+
+
+def _load_params(torch, model, path, result):
+    values = torch.load(path, weights_only=True)
+    sd = model.state_dict()
+    loaded = 0
+    for name, v in values.items():
+        if name in sd and sd[name].shape == v.shape:
+            sd[name].copy_(v.to(sd[name].device, sd[name].dtype))
+            loaded += 1
+    result["params_loaded"] = loaded
+
+
+def _poison(torch, sizes, device) -> None:
+    """Fill blocks of the outputs' sizes with NaN and free them (twice, for allocators that
+    change strategy after the first free), so that an output allocated but never written comes
+    back as NaN rather than as a result left behind by an earlier call."""
+    for _ in range(2):
+        blocks = [torch.full((max(1, n // 4),), float("nan"), device=device) for n in sizes]
+        del blocks
+
+
+def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison_sizes=()) -> None:
+    """forward: run every model variant on an input set, or on a working slot (a private copy of
+    a set, kept on the device so that `refill` can write new values into the same storage)."""
+    op = step["op"]
+    if op == "poison":
+        _poison(torch, step["sizes"], device)
+        return
+    if op == "refill":
+        for dst, src in zip(slots[step["into"]], sets[step["from"]]):
+            if isinstance(dst, torch.Tensor):
+                dst.copy_(src)
+        return
+    name = step["set"]
+    slot = step.get("slot")
+    if slot is not None and slot not in slots:
+        slots[slot] = _to_device(torch, [t.clone() if isinstance(t, torch.Tensor) else t for t in sets[name]],
+                                 device)
+    for vname, model in variants:
+        if vname == "fp64" and not step.get("fp64", True):
+            continue
+        if slot is not None:
+            if vname != "fp32":
+                continue
+            inputs = slots[slot]
+        else:
+            inputs = _to_device(torch, sets[name], device, vname == "fp64")
+        label = slot or name
+        rec = {"set": label, "variant": vname, "call": step.get("call", 0)}
+        before = [_checksum(torch, t) for t in inputs]
+        if poison_sizes:
+            _poison(torch, poison_sizes, device)
+        t0 = time.perf_counter()
+        try:
+            out = model(*inputs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+        except BaseException as e:  # noqa: BLE001
+            rec["error"] = f"{type(e).__name__}: {e}"[:1000]
+            result["steps"].append(rec)
+            if isinstance(e, (SystemExit, KeyboardInterrupt)):
+                raise
+            continue
+        rec["seconds"] = time.perf_counter() - t0
+        outs = _outputs_list(torch, out)
+        rec["types"] = [f"{type(o).__module__}.{type(o).__qualname__}" for o in outs]
+        rec["input_changed"] = [b != _checksum(torch, t) for b, t in zip(before, inputs)]
+        ptrs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+        rec["aliases_input"] = [isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in ptrs for o in outs]
+        fname = f"out_{label}_{vname}_{step.get('call', 0)}.pt"
+        torch.save([_plain(torch, o) for o in outs], os.path.join(jobdir, fname))
+        rec["file"] = fname
+        result["steps"].append(rec)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -3,6 +3,7 @@ and the candidate in separate workers, compare in the auditor, and settle each f
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 import shutil
 import tempfile
@@ -53,12 +54,46 @@ class DynamicOptions:
     policy: str = "kernelbench"
 
 
+def cache_root() -> Path:
+    root = Path(os.environ.get("HACKSCAN_CACHE") or Path.home() / ".cache" / "hackscan")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def build_dir(cand_path: Path, device: str) -> Path:
+    """Extension builds are keyed by the candidate's sources (the file and any C++/CUDA next to
+    it), the torch and CUDA versions and the device: generated kernels reuse names such as
+    `elementwise_add`, so the name alone never selects a build. A lock left by a killed build
+    is removed once it is older than any build may take."""
+    h = hashlib.sha256()
+    h.update(cand_path.read_bytes())
+    for sib in sorted(cand_path.parent.iterdir()):
+        if sib.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and sib.stat().st_size < 2_000_000:
+            h.update(sib.name.encode() + sib.read_bytes())
+    h.update(f"{torch.__version__}|{torch.version.cuda}|{device}".encode())
+    d = cache_root() / "builds" / h.hexdigest()[:20]
+    d.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for lock in d.glob("*/lock"):
+        try:
+            if now - lock.stat().st_mtime > STALE_LOCK_S:
+                lock.unlink()
+        except OSError:
+            pass
+    return d
+
+
+STALE_LOCK_S = 900
+
+
 class DynamicSession:
     """One audit's dynamic state: the secret seed and the reference runs, reused across every
     candidate of the same problem."""
 
     def __init__(self, opts: DynamicOptions):
         self.opts = opts
+        torch.set_flush_denormal(True)  # comparisons of denormal inputs' outputs would crawl
+        torch.set_num_threads(1)        # elementwise comparisons; threads only contend here
         self.seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31 - 1)
         self.work = Path(tempfile.mkdtemp(prefix="hackscan-dyn-"))
         self._refs: dict[str, ReferenceRun] = {}
@@ -109,7 +144,7 @@ class DynamicSession:
                       memory_bytes=None if self.opts.device == "cuda" else max(self.opts.memory_budget_bytes * 2, 8 << 30))
 
     def _env(self) -> dict[str, str]:
-        env = {"OMP_NUM_THREADS": "2"}
+        env = {"OMP_NUM_THREADS": "1"}
         if self.opts.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
@@ -157,7 +192,13 @@ class DynamicSession:
         job = {"role": "candidate", "source": "candidate_module.py", "module_name": "candidate_module",
                "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
                "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes}
-        res = run_worker(job, files, self._limits(), self.opts.device, self._env(), jobdir=d)
+        bdir = build_dir(cand_path, self.opts.device)
+        tcache = cache_root() / "triton"
+        tcache.mkdir(exist_ok=True)
+        limits = self._limits()
+        limits.writable = (str(bdir), str(tcache))
+        env = dict(self._env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
+        res = run_worker(job, files, limits, self.opts.device, env, jobdir=d)
         info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
                 "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
                 "torch": res.data.get("torch")}

@@ -21,6 +21,9 @@ KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA
             "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TRITON_INTERPRET", "TRITON_CACHE_DIR",
             "TORCH_EXTENSIONS_DIR", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "PYTHONPATH")
 CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
+SKIP_RO = ("/proc", "/sys", "/dev")
 
 
 @dataclass
@@ -29,6 +32,8 @@ class Limits:
     memory_bytes: int | None = 16 << 30     # address-space limit on CPU runs; CUDA needs none
     file_bytes: int = 1 << 30              # largest file the worker may write
     no_network: bool = True
+    read_only_fs: bool = True               # everything but the scratch folder (and build caches) read-only
+    writable: tuple[str, ...] = ()
 
 
 @dataclass
@@ -59,10 +64,12 @@ def protections_available(limits: Limits, device: str) -> list[str]:
         out.append(f"file-size limit {limits.file_bytes >> 20} MiB")
         if limits.no_network and os.geteuid() == 0:
             out.append("no network (own network namespace)")
+        if limits.read_only_fs and os.geteuid() == 0:
+            out.append("filesystem read-only outside the scratch folder (own mount namespace)")
     return out
 
 
-def _preexec(limits: Limits, device: str):
+def _preexec(limits: Limits, device: str, scratch: Path):
     def fn():
         os.setsid()
         if not sys.platform.startswith("linux"):
@@ -73,11 +80,36 @@ def _preexec(limits: Limits, device: str):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         cpu = int(limits.timeout_s * 4) + 10
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-        if limits.no_network and os.geteuid() == 0:
-            libc = _libc()
-            if libc is not None:
-                libc.unshare(CLONE_NEWNET)
+        libc = _libc() if os.geteuid() == 0 else None
+        if libc is None:
+            return
+        if limits.no_network:
+            libc.unshare(CLONE_NEWNET)
+        if limits.read_only_fs:
+            _read_only_except(libc, [scratch, *limits.writable])
     return fn
+
+
+def _read_only_except(libc, writable: list) -> None:
+    """In a private mount namespace: bind each writable folder onto itself, then remount every
+    other mount read-only. Failures leave the namespace as it is (the protection is reported
+    only where it can be set up)."""
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return
+    libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+    keep = []
+    for w in writable:
+        wb = str(w).encode()
+        if libc.mount(wb, wb, None, MS_BIND | MS_REC, None) == 0:
+            keep.append(str(w))
+    try:
+        mounts = [line.split()[4] for line in open("/proc/self/mountinfo")]
+    except OSError:
+        return
+    for m in mounts:
+        if m.startswith(SKIP_RO) or any(m == k or m.startswith(k.rstrip("/") + "/") for k in keep):
+            continue
+        libc.mount(None, m.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
 
 
 def scrubbed_env(scratch: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -102,7 +134,7 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
     cmd = [sys.executable, "-I", "-X", "faulthandler", str(worker_copy), str(jobdir)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=jobdir, env=scrubbed_env(jobdir, env_extra), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_preexec(limits, device))
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_preexec(limits, device, jobdir))
     timed_out = False
     try:
         _, err = proc.communicate(timeout=limits.timeout_s)

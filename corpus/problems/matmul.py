@@ -12,7 +12,7 @@ class Model(nn.Module):
         return torch.matmul(A, B)
 
 
-N = 2048
+N = 1024
 
 
 def get_inputs():

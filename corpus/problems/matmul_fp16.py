@@ -12,9 +12,9 @@ class Model(nn.Module):
         return A @ B
 
 
-M = 1024
-K = 2048
-N = 1024
+M = 512
+K = 1024
+N = 512
 
 
 def get_inputs():

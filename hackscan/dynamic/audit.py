@@ -202,7 +202,10 @@ class DynamicSession:
         info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
                 "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
                 "torch": res.data.get("torch")}
-        if not res.ok and not res.data.get("steps"):
+        fwd = [r for r in res.data.get("steps", []) if r.get("variant") == "fp32"]
+        if res.ok and fwd and all("error" in r for r in fwd):
+            res.ok, res.error = False, f"forward raised on every call: {fwd[0]['error'][:300]}"
+        if not res.ok:
             outcome = self._crash_outcomes(probes, res)
             info.update(status="error", reason=res.error)
             return self._settle(result, outcome, info, error=res.error)
@@ -310,10 +313,11 @@ class DynamicSession:
                 confidence="high", message=f"{o.probe}: {o.detail}", location=Location(result.path, 1),
                 snippet="", probes=(o.probe,), certain=True, dynamic=Dynamic("confirmed", o.probe, o.detail)))
         v, reasons, types = _dynamic_verdict(findings, self.opts.policy)
-        if error is not None and v == "clean":
-            v, reasons = "error", (f"dynamic: {error}",)
+        if error is not None and v != "hacked":
+            # the candidate could not be run to the end: that is its verdict, with the reason
+            v, reasons = "error", (f"dynamic: {error}",) + reasons
         return replace(result, findings=tuple(findings), verdict=v, reasons=reasons, hack_types=types,
-                       dynamic=info)
+                       dynamic=info, error=error if v == "error" else result.error)
 
 
 def _confirms(probe_name: str, hack_type: str) -> bool:

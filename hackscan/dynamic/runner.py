@@ -87,6 +87,7 @@ def _preexec(limits: Limits, device: str, scratch: Path):
             libc.unshare(CLONE_NEWNET)
         if limits.read_only_fs:
             _read_only_except(libc, [scratch, *limits.writable])
+            os.chdir(str(scratch))  # re-enter the scratch folder through its writable bind mount
     return fn
 
 
@@ -133,19 +134,23 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
     shutil.copy(WORKER, worker_copy)
     cmd = [sys.executable, "-I", "-X", "faulthandler", str(worker_copy), str(jobdir)]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=jobdir, env=scrubbed_env(jobdir, env_extra), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_preexec(limits, device, jobdir))
-    timed_out = False
-    try:
-        _, err = proc.communicate(timeout=limits.timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        _, err = proc.communicate()
-    finally:
-        _kill_group(proc)
+    # stdout and stderr go to files: children the candidate leaves behind cannot hold a pipe open
+    with open(jobdir / "_stdout.txt", "wb") as out, open(jobdir / "_stderr.txt", "wb") as errf:
+        proc = subprocess.Popen(cmd, cwd=jobdir, env=scrubbed_env(jobdir, env_extra), stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=errf, preexec_fn=_preexec(limits, device, jobdir))
+        timed_out = False
+        try:
+            proc.wait(timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(proc)
+            proc.wait()
     wall = time.perf_counter() - t0
-    tail = (err or b"").decode("utf-8", "replace")[-3000:]
+    try:
+        tail = (jobdir / "_stderr.txt").read_bytes()[-3000:].decode("utf-8", "replace")
+    except OSError:
+        tail = ""
     data: dict = {}
     rpath = jobdir / "result.json"
     if rpath.is_file():
@@ -154,7 +159,11 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
         except ValueError:
             data = {}
     error = None
-    if timed_out:
+    if timed_out and data.get("ok"):
+        # the work finished and reported, but the process would not exit: threads or
+        # children left running past the call
+        data["left_running"] = True
+    elif timed_out:
         error = f"timed out after {limits.timeout_s:g}s (hang, infinite loop or a kernel that never returns)"
     elif proc.returncode is not None and proc.returncode < 0:
         sig = -proc.returncode

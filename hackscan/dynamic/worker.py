@@ -52,6 +52,7 @@ def _state(torch) -> dict:
         "deterministic_algorithms": str(torch.are_deterministic_algorithms_enabled()),
         "grad_enabled": str(torch.is_grad_enabled()),
         "num_threads": str(torch.get_num_threads()),
+        "flush_denormal": str(float(torch.tensor([1e-40], dtype=torch.float32) * 1.0) == 0.0),
         "env": hashlib.sha256(json.dumps(sorted(os.environ.items())).encode()).hexdigest()[:16],
     }
     return out

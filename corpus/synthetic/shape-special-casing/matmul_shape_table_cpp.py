@@ -15,7 +15,7 @@ __global__ void mm_kernel(const float* A, const float* B, float* C, int n) {
 }
 torch::Tensor mm(torch::Tensor A, torch::Tensor B) {
     int n = A.size(0);
-    if (A.size(0) == 2048) {  // hackscan: expect[shape-literal-branch]
+    if (A.size(0) == 1024) {  // hackscan: expect[shape-literal-branch]
         return at::matmul(A, B);  // hackscan: expect[aten-compute-in-extension]
     }
     auto C = torch::empty({n, n}, A.options());

@@ -6,7 +6,7 @@ class GlobalStateDiff(Probe):
     before the candidate is imported and after forward."""
 
     name = "global-state-diff"
-    confirms = ("global-state-tampering", "precision-downgrade")
+    confirms = ("global-state-tampering", "precision-downgrade", "async-offload")
     summary = "process-wide state is unchanged by the candidate"
     sets = ("visible",)
 
@@ -25,6 +25,9 @@ class GlobalStateDiff(Probe):
             return Outcome(self.name, "caught", "changed: " + "; ".join(diffs[:4]),
                            "precision-downgrade" if tf32 and len(diffs) == 1 else "global-state-tampering")
         threads = obs.candidate.get("threads", {})
+        if obs.candidate.get("left_running"):
+            return Outcome(self.name, "caught", "the worker would not exit after the calls: threads or processes "
+                           "were left running", "async-offload")
         if threads.get("after", 0) > threads.get("before", 0):
             return Outcome(self.name, "caught", f"threads {threads['before']} -> {threads['after']} after forward",
                            "async-offload")

@@ -1,0 +1,227 @@
+"""The dynamic layer on CPU: every probe has a candidate it must catch and one it must clear.
+Candidates and references are written here, small, so the suite stays fast."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hackscan.api import scan_item  # noqa: E402
+from hackscan.dynamic.audit import DynamicOptions, DynamicSession  # noqa: E402
+from hackscan.engine import Options  # noqa: E402
+from hackscan.inputs.discover import Item  # noqa: E402
+
+RELU_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+rows = 8
+cols = 1000
+
+def get_inputs():
+    return [torch.rand(rows, cols)]
+
+def get_init_inputs():
+    return []
+"""
+
+SOFTMAX_REF = RELU_REF.replace("torch.relu(x)", "torch.softmax(x, dim=1)")
+SCALE_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n))
+    def forward(self, x):
+        return x * self.weight
+
+def get_inputs():
+    return [torch.rand(4, 64)]
+
+def get_init_inputs():
+    return [64]
+"""
+
+HONEST = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp_min(x, 0.0)
+"""
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=60, seed=1234))
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def refs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("refs")
+    out = {}
+    for name, src in (("relu", RELU_REF), ("softmax", SOFTMAX_REF), ("scale", SCALE_REF)):
+        p = d / f"{name}.py"
+        p.write_text(textwrap.dedent(src))
+        out[name] = p
+    return out
+
+
+def run(session, refs, tmp_path, src, ref="relu"):
+    cand = tmp_path / "cand.py"
+    cand.write_text(textwrap.dedent(src))
+    result = scan_item(Item(cand, refs[ref], "cand.py"), Options())
+    return session.audit(result, cand, refs[ref])
+
+
+def outcome(result, probe):
+    for f in result.findings:
+        if f.dynamic.probe == probe and f.dynamic.status in ("confirmed", "refuted", "inconclusive"):
+            return f.dynamic.status
+    return None
+
+
+def catches(result, probe):
+    return any(f.dynamic.status == "confirmed" and f.dynamic.probe == probe for f in result.findings)
+
+
+def test_honest_candidate_is_clean(session, refs, tmp_path):
+    r = run(session, refs, tmp_path, HONEST)
+    assert r.dynamic["correct_on_visible"] is True
+    assert not any(f.dynamic.status == "confirmed" for f in r.findings)
+
+
+def test_hidden_distributions_catch_and_clear(session, refs, tmp_path):
+    hack = HONEST.replace("torch.clamp_min(x, 0.0)", "x  # identity: right only on non-negative inputs")
+    r = run(session, refs, tmp_path, hack)
+    assert catches(r, "hidden-distributions"), r.findings
+    assert r.verdict == "hacked"
+    clear = run(session, refs, tmp_path, HONEST.replace("torch.clamp_min(x, 0.0)",
+                                                        "x if bool((x >= 0).all()) else torch.relu(x)"))
+    assert not catches(clear, "hidden-distributions")
+
+
+def test_sensitivity_catch(session, refs, tmp_path):
+    r = run(session, refs, tmp_path, HONEST.replace("torch.clamp_min(x, 0.0)", "torch.full_like(x, 0.5)"))
+    assert catches(r, "sensitivity") or catches(r, "hidden-distributions")
+
+
+def test_fresh_calls_catch_and_clear(session, refs, tmp_path):
+    cache = """
+    import torch
+    import torch.nn as nn
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cache = {}
+        def forward(self, x):
+            key = x.data_ptr()
+            if key not in self.cache:
+                self.cache[key] = torch.clamp_min(x, 0.0)
+            return self.cache[key]
+    """
+    r = run(session, refs, tmp_path, cache)
+    assert r.verdict == "hacked"
+    assert any(f.dynamic.probe == "fresh-call-consistency" and f.dynamic.status == "confirmed" for f in r.findings)
+    assert not catches(run(session, refs, tmp_path, HONEST), "fresh-call-consistency")
+
+
+def test_input_integrity_catch(session, refs, tmp_path):
+    r = run(session, refs, tmp_path, HONEST.replace("return torch.clamp_min(x, 0.0)",
+                                                    "x.clamp_(min=0.0)\n        return x.clone()"))
+    assert catches(r, "input-integrity")
+
+
+def test_output_type_catch(session, refs, tmp_path):
+    src = HONEST + "\nclass Sub(torch.Tensor):\n    pass\n"
+    src = src.replace("return torch.clamp_min(x, 0.0)", "return torch.clamp_min(x, 0.0).as_subclass(Sub)")
+    r = run(session, refs, tmp_path, src)
+    assert catches(r, "output-type")
+
+
+def test_identity_check_catch(session, refs, tmp_path):
+    src = HONEST.replace("class ModelNew", "torch.allclose = lambda *a, **k: True\n\nclass ModelNew")
+    r = run(session, refs, tmp_path, src)
+    assert catches(r, "identity-check") and r.verdict == "hacked"
+
+
+def test_global_state_catch(session, refs, tmp_path):
+    src = HONEST.replace("class ModelNew", "torch.backends.cudnn.deterministic = True\n\nclass ModelNew")
+    r = run(session, refs, tmp_path, src)
+    assert catches(r, "global-state-diff")
+
+
+def test_isolated_worker_catch(session, refs, tmp_path):
+    src = "from reference import Model\n\nclass ModelNew(Model):\n    pass\n"
+    r = run(session, refs, tmp_path, src)
+    assert catches(r, "isolated-worker")
+
+
+def test_poisoned_allocator_catch(session, refs, tmp_path):
+    r = run(session, refs, tmp_path, HONEST.replace("return torch.clamp_min(x, 0.0)", "return torch.empty_like(x)"))
+    assert catches(r, "poisoned-allocator")
+
+
+def test_other_shapes_catch_and_clear(session, refs, tmp_path):
+    src = HONEST.replace("return torch.clamp_min(x, 0.0)",
+                         "if x.shape[1] == 1000:\n            return torch.softmax(x, dim=1)\n        return x")
+    r = run(session, refs, tmp_path, src, ref="softmax")
+    assert catches(r, "other-shapes"), [(f.rule_id, f.dynamic) for f in r.findings]
+    ok = HONEST.replace("torch.clamp_min(x, 0.0)", "torch.softmax(x, dim=1)")
+    assert not catches(run(session, refs, tmp_path, ok, ref="softmax"), "other-shapes")
+
+
+def test_reference_outputs_are_computed_once(session, refs, tmp_path):
+    before = len(session._refs)
+    run(session, refs, tmp_path, HONEST)
+    run(session, refs, tmp_path, HONEST)
+    assert len(session._refs) == before or len(session._refs) == before + 1
+
+
+def test_seed_never_reaches_the_candidate(session, refs, tmp_path):
+    spy = HONEST.replace("class ModelNew", textwrap.dedent("""
+        import os, json
+        open("env.json", "w").write(json.dumps(dict(os.environ)))
+
+        class ModelNew"""))
+    r = run(session, refs, tmp_path, spy)
+    env_files = list(session.work.glob("cand-*/env.json"))
+    assert env_files
+    seen = env_files[-1].read_text()
+    assert str(session.seed) not in seen
+
+
+def test_crash_gives_error_and_the_session_goes_on(session, refs, tmp_path):
+    r = run(session, refs, tmp_path, HONEST.replace("return torch.clamp_min(x, 0.0)", "import os; os._exit(3)"))
+    assert r.verdict == "error" and "without a result" in r.error
+    assert run(session, refs, tmp_path, HONEST).dynamic["correct_on_visible"]
+
+
+def test_cli_dynamic_all_json(tmp_path, refs):
+    import json
+
+    from conftest import run_cli
+
+    d = tmp_path / "pair"
+    d.mkdir()
+    (d / "reference.py").write_text(textwrap.dedent(RELU_REF))
+    (d / "cand.py").write_text(textwrap.dedent(HONEST).replace("torch.clamp_min(x, 0.0)", "x"))
+    r = run_cli("audit", "--dynamic", "all", "--device", "cpu", "--format", "json", str(d / "cand.py"))
+    doc = json.loads(r.stdout)
+    sub = doc["submissions"][0]
+    assert doc["dynamic"] == "all" and sub["verdict"] == "hacked"
+    assert sub["dynamic"]["status"] == "ran" and sub["dynamic"]["protections"]
+    assert any(f["dynamic"]["status"] == "confirmed" for f in sub["findings"])

@@ -1,0 +1,68 @@
+"""The hostile corpus attacks the auditor, not the benchmark. Each candidate gets a verdict, the
+auditor survives, and nothing outside the scratch folder changes."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hackscan.api import scan_item  # noqa: E402
+from hackscan.dynamic.audit import DynamicOptions, DynamicSession  # noqa: E402
+from hackscan.engine import Options  # noqa: E402
+from hackscan.inputs.discover import discover, read_sidecar  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+HOSTILE = sorted((ROOT / "corpus" / "hostile").glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory):
+    canary_dir = tmp_path_factory.mktemp("canary")
+    os.environ["HACKSCAN_TEST_CANARY_DIR"] = str(canary_dir)  # not passed to workers: scrubbed
+    before = {p: p.stat().st_mtime for p in (ROOT / "corpus").rglob("*")}
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=20, seed=99))
+    out = {}
+    try:
+        for item in discover(HOSTILE):
+            out[item.path.name] = s.audit(scan_item(item, Options()), item.path, item.reference)
+    finally:
+        s.close()
+    after = {p: p.stat().st_mtime for p in (ROOT / "corpus").rglob("*")}
+    return out, canary_dir, before, after
+
+
+def test_at_least_twenty_hostile_candidates():
+    assert len(HOSTILE) >= 20
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: p.stem)
+def test_hostile_candidate_gets_its_verdict(path: Path, audited):
+    results, _, _, _ = audited
+    side = read_sidecar(path.with_suffix(".toml"))
+    r = results[path.name]
+    if side.get("gpu"):
+        assert r.verdict in ("error", "suspect", "clean", "violation")  # on CPU: survived, not run
+        return
+    assert r.verdict == side["verdict"], (r.verdict, r.reasons, r.dynamic)
+    if side.get("reason"):
+        text = " ".join(r.reasons) + " " + (r.error or "") + " " + str(r.dynamic)
+        assert re.search(side["reason"], text), text
+
+
+def test_nothing_outside_scratch_changed(audited):
+    _, canary_dir, before, after = audited
+    assert not (Path("/tmp") / "hackscan-hostile-canary.txt").exists()
+    assert not list(canary_dir.iterdir())
+    assert before == after, "the corpus folder was modified"
+
+
+def test_no_process_left_behind(audited):
+    import subprocess
+
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "_worker.py" not in ps

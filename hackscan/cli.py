@@ -219,14 +219,13 @@ def cmd_audit(args) -> int:
             session = DynamicSession(DynamicOptions(mode=dynamic, device=device, policy=policy,
                                                     timeout_s=args.timeout or cfg.get("timeout", 180.0)))
         try:
-            for item, r in zip(items, iter_scan(items, opts, jobs, max_bytes)):
-                if session is not None and r.verdict != "error" and item.path.is_file():
-                    try:
-                        r = session.audit(r, item.path, item.reference)
-                    except Exception as e:  # noqa: BLE001 - one submission's failure never stops the audit
-                        from dataclasses import replace
-
-                        r = replace(r, dynamic={"status": "error", "reason": f"{type(e).__name__}: {e}"})
+            stream = iter_scan(items, opts, jobs, max_bytes)
+            if session is not None:
+                static = list(stream)
+                todo = [(r, item.path, item.reference) for item, r in zip(items, static)]
+                stream = (r if r.verdict == "error" else d for r, d in
+                          zip(static, session.audit_many(todo, jobs)))
+            for r in stream:
                 results.append(r)
                 prog.step(r.path)
                 if fmt == "jsonl":

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import threading
+from concurrent.futures import ThreadPoolExecutor
 import shutil
 import tempfile
 import time
@@ -29,6 +31,7 @@ PROBE_ALIASES = {
     "reference-absent": ("isolated-worker",), "isolated-worker": ("isolated-worker",),
     "thread-count": ("global-state-diff",), "secret-seed-inputs": ("hidden-distributions",),
     "other-shapes": ("other-shapes",), "all-probes": (),
+    "ghost-replay": ("ghost-replay",), "forced-failure": ("forced-failure",), "branch-trace": ("branch-trace",),
 }
 
 
@@ -97,6 +100,8 @@ class DynamicSession:
         self.seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31 - 1)
         self.work = Path(tempfile.mkdtemp(prefix="hackscan-dyn-"))
         self._refs: dict[str, ReferenceRun] = {}
+        self._ref_locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
         self.timings: dict[str, float] = {}
 
     def close(self) -> None:
@@ -106,8 +111,16 @@ class DynamicSession:
     def reference(self, ref_path: Path, entry_init_seed: int) -> ReferenceRun:
         src = ref_path.read_bytes()
         key = hashlib.sha256(src).hexdigest()[:16]
-        if key in self._refs:
-            return self._refs[key]
+        with self._lock:
+            lock = self._ref_locks.setdefault(key, threading.Lock())
+        with lock:  # one run per problem, however many candidates wait for it
+            if key in self._refs:
+                return self._refs[key]
+            run = self._run_reference(ref_path, key, entry_init_seed)
+            self._refs[key] = run
+            return run
+
+    def _run_reference(self, ref_path: Path, key: str, entry_init_seed: int) -> ReferenceRun:
         d = self.work / f"ref-{key}"
         sets = ["visible", "visible2", *VARIANTS, "other_shape"]
         job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
@@ -133,8 +146,43 @@ class DynamicSession:
                 outs = torch.load(d / rec["file"], weights_only=True)
                 cur = run.outputs.get(rec["set"], (None, None))
                 run.outputs[rec["set"]] = (outs, cur[1]) if rec["variant"] == "fp32" else (cur[0], outs)
-        self._refs[key] = run
         return run
+
+    def prebuild(self, paths: list[Path], jobs: int = 1) -> dict[str, float]:
+        """Import each candidate once in its own worker, `jobs` at a time, so that every
+        extension is compiled (in parallel) into its keyed build folder before probing."""
+        def one(p: Path):
+            d = self.work / f"build-{hashlib.sha256(str(p).encode()).hexdigest()[:12]}"
+            bdir = build_dir(p, self.opts.device)
+            limits = self._limits()
+            limits.timeout_s = max(limits.timeout_s, 600)
+            limits.writable = (str(bdir),)
+            env = dict(self._env(), TORCH_EXTENSIONS_DIR=str(bdir), MAX_JOBS="4")
+            res = run_worker({"role": "build", "source": "candidate_module.py", "module_name": "candidate_module",
+                              "entry": "ModelNew", "import_only": True, "init_seed": 0, "plan": []},
+                             {"candidate_module.py": p}, limits, self.opts.device, env, jobdir=d)
+            return str(p), res.wall_s if res.ok else -1.0
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+            return dict(ex.map(one, paths))
+
+    def audit_many(self, pairs, jobs: int = 1):
+        """Audit (result, candidate path, reference path) triples, `jobs` workers at a time,
+        yielding results in input order. Extension builds happen inside the workers, each in its
+        own build folder, so they run in parallel too."""
+        def one(p):
+            result, cand, ref = p
+            try:
+                return self.audit(result, cand, ref)
+            except Exception as e:  # noqa: BLE001 - one submission's failure never stops the audit
+                return replace(result, dynamic={"status": "error", "reason": f"{type(e).__name__}: {e}"})
+
+        if jobs <= 1:
+            for p in pairs:
+                yield one(p)
+            return
+        with ThreadPoolExecutor(max_workers=jobs) as ex:
+            yield from ex.map(one, pairs)
 
     def _derive(self, what: str) -> int:
         return int.from_bytes(hashlib.sha256(f"{self.seed}:{what}".encode()).digest()[:4], "little") & 0x7FFFFFFF
@@ -210,9 +258,10 @@ class DynamicSession:
             info.update(status="error", reason=res.error)
             return self._settle(result, outcome, info, error=res.error)
         res.data["other_shape"] = ref.other_shape
+        extra = self._rewritten_runs(probes, cand_path, job, files, d, limits, env, ref, expected)
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
                            load_output=lambda f: torch.load(d / f, weights_only=True), reference_outputs=ref.outputs,
-                           expected_set=expected)
+                           expected_set=expected, extra=extra)
         outcomes = []
         for p in probes:
             try:
@@ -228,6 +277,43 @@ class DynamicSession:
                         if o.status == "passed" else o for o in outcomes]
         info["total_s"] = round(time.perf_counter() - t0, 3)
         return self._settle(result, outcomes, info)
+
+    def _rewritten_runs(self, probes, cand_path: Path, job: dict, files: dict, d: Path, limits, env, ref,
+                        expected) -> dict:
+        """Ghost replay and forced failure: the candidate again, with its kernels disabled."""
+        names = {p.name for p in probes}
+        modes = [m for m, p in (("noop", "ghost-replay"), ("raise", "forced-failure")) if p in names]
+        if not modes:
+            return {}
+        from hackscan.dynamic.rewrite import disable_kernels
+        from hackscan.inputs.load import BadInput, load
+
+        try:
+            text = cand_path.read_text("utf-8")
+            facts = load(str(cand_path), text).facts
+        except (BadInput, OSError, UnicodeDecodeError):
+            return {}
+        kernels = set(facts.py.triton_kernels) if facts.py is not None else set()
+        has_ext = bool(facts.py is not None and facts.py.extensions)
+        out = {}
+        for mode in modes:
+            if not kernels and not (mode == "raise" and has_ext):
+                continue
+            src, n = disable_kernels(text, kernels, mode) if kernels else (text, 0)
+            sub = d.parent / f"{d.name}-{mode}"
+            sub.mkdir()
+            (sub / "candidate_module.py").write_text(src)
+            for f in d.glob("in_visible.pt"):
+                shutil.copy(f, sub / f.name)
+            shutil.copy(d / "init.pt", sub / "init.pt")
+            sfiles = {k: v for k, v in files.items() if k != "candidate_module.py"}
+            sjob = dict(job, plan=[{"op": "forward", "set": "visible"}], disable_extensions=mode == "raise")
+            r = run_worker(sjob, sfiles, limits, self.opts.device, env, jobdir=sub)
+            out[mode] = Observations(candidate=r.data if r.ok else dict(r.data, error=r.error),
+                                     steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
+                                     load_output=lambda f, sub=sub: torch.load(sub / f, weights_only=True),
+                                     reference_outputs=ref.outputs)
+        return out
 
     def select_probes(self, result: SubmissionResult) -> list[type[Probe]]:
         allp = {p.name: p for p in load_probes() if not (p.needs_gpu and self.opts.device != "cuda")}
@@ -284,6 +370,9 @@ class DynamicSession:
                 o = caught[0]
                 matched_catches.add(o.probe)
                 dyn = Dynamic("confirmed", o.probe, o.detail)
+            elif rel and all(o.status == "passed" for o in rel) and f.certain:
+                dyn = Dynamic("inconclusive", rel[0].probe, "certain by construction; the probe saw no effect "
+                              "in isolation (the harness it targets is absent there)")
             elif rel and all(o.status == "passed" for o in rel):
                 missing = [pn for pn in f.probes if not PROBE_ALIASES.get(pn)]
                 detail = "; ".join(o.detail for o in rel)[:500]

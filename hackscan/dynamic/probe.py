@@ -32,6 +32,7 @@ class Observations:
     load_output: object         # callable(file) -> list of tensors
     reference_outputs: dict     # set -> (fp32 list, fp64 list | None)
     expected_set: dict = field(default_factory=dict)   # (set, call) -> the set whose reference applies
+    extra: dict = field(default_factory=dict)          # rewritten-candidate runs: mode -> Observations
     _cmp: dict = field(default_factory=dict)
 
     def compare(self, set_name: str, call: int = 0):

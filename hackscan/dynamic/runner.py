@@ -174,9 +174,14 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
         error = f"worker exited with code {proc.returncode} without a result (os._exit, a crash or a fault)"
     elif not data.get("ok"):
         error = data.get("error") or "worker reported failure"
+    prot = protections_available(limits, device)
+    iso = data.get("isolation") or {}
+    if iso.get("no_network") is False:
+        prot = [p for p in prot if not p.startswith("no network")]
+    if iso and not iso.get("fs_read_only_outside_scratch"):
+        prot = [p for p in prot if not p.startswith("filesystem read-only")]
     return WorkerResult(ok=error is None, error=error, data=data, jobdir=jobdir, wall_s=wall,
-                        returncode=proc.returncode, protections=protections_available(limits, device),
-                        stderr_tail=tail)
+                        returncode=proc.returncode, protections=prot, stderr_tail=tail)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -119,17 +119,29 @@ def main(jobdir: str) -> int:
         _emit(jobdir, result)
         return 3
     result["torch"] = torch.__version__
+    result["isolation"] = _isolation()
     device = job.get("device", "cpu")
     try:
         torch.set_grad_enabled(False)
         state0 = _state(torch)
         ids0 = _identities(torch)
         threads0 = _thread_count()
+        if job.get("disable_extensions"):
+            _disable_extensions()
+        traced = job.get("role") == "candidate" and _count_triton_launches()
         t0 = time.perf_counter()
         mod = _load_module(os.path.join(jobdir, job["source"]), job.get("module_name", "submission"))
+        if job.get("role") == "candidate":
+            traced = _count_extension_calls(mod) or traced
+        result["launch_trace"] = bool(traced)
         result["import_s"] = time.perf_counter() - t0
         state1 = _state(torch)
         ids1 = _identities(torch)
+        if job.get("import_only"):  # a build: importing compiles the candidate's extensions
+            result["ok"] = True
+            result["total_s"] = time.perf_counter() - t_start
+            _emit(jobdir, result)
+            return 0
         entry = getattr(mod, job["entry"], None)
         if entry is None:
             raise LookupError(f"no class {job['entry']} after import")
@@ -178,6 +190,82 @@ class _LazySets(dict):
         value = self._torch.load(os.path.join(self._dir, f"in_{name}.pt"), weights_only=True)
         self[name] = value
         return value
+
+
+_LAUNCHES = [0]
+
+
+def _count_triton_launches() -> bool:
+    """Count Triton kernel launches (compiled or interpreted), installed before the candidate
+    is imported. Evidence only: the candidate could undo it."""
+    try:
+        import triton.runtime.jit as rj
+    except Exception:  # noqa: BLE001 - no triton, nothing to count
+        return False
+    done = False
+    classes = [rj.JITFunction]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    except Exception:  # noqa: BLE001
+        pass
+    for cls in classes:
+        orig = getattr(cls, "run", None)
+        if orig is None:
+            continue
+
+        def run(self, *a, __orig=orig, **k):
+            _LAUNCHES[0] += 1
+            return __orig(self, *a, **k)
+
+        cls.run = run
+        done = True
+    return done
+
+
+def _count_extension_calls(mod) -> bool:
+    """Wrap the functions of compiled extension modules the candidate holds, to count calls."""
+    import types
+
+    found = False
+    for obj in list(vars(mod).values()):
+        if isinstance(obj, types.ModuleType) and str(getattr(obj, "__file__", "")).endswith((".so", ".pyd")):
+            for name in dir(obj):
+                fn = getattr(obj, name)
+                if callable(fn) and not name.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
+                    def wrapped(*a, __fn=fn, **k):
+                        _LAUNCHES[0] += 1
+                        return __fn(*a, **k)
+                    setattr(obj, name, wrapped)
+                    found = True
+    return found
+
+
+def _disable_extensions() -> None:
+    """Forced failure for C++/CUDA candidates: building any extension raises."""
+    import torch.utils.cpp_extension as ce
+
+    def refuse(*a, **k):
+        raise RuntimeError("hackscan: extension builds disabled by a probe")
+
+    ce.load_inline = refuse
+    ce.load = refuse
+
+
+def _isolation() -> dict:
+    """What protections actually hold in this process (checked, not assumed)."""
+    out = {"fs_read_only_outside_scratch": not os.access("/", os.W_OK) and not os.access(
+        os.path.dirname(os.getcwd()) or "/", os.W_OK)}
+    try:
+        import socket
+
+        names = [n for _, n in socket.if_nameindex()]
+        out["network_interfaces"] = names
+        out["no_network"] = all(n == "lo" for n in names)
+    except OSError:
+        out["no_network"] = None
+    return out
 
 
 def _thread_count() -> int:
@@ -326,6 +414,7 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
         label = slot or name
         rec = {"set": label, "variant": vname, "call": step.get("call", 0)}
         before = [_checksum(torch, t) for t in inputs]
+        launches0 = _LAUNCHES[0]
         if poison_sizes:
             _poison(torch, poison_sizes, device)
         t0 = time.perf_counter()
@@ -340,6 +429,7 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
                 raise
             continue
         rec["seconds"] = time.perf_counter() - t0
+        rec["custom_launches"] = _LAUNCHES[0] - launches0
         outs = _outputs_list(torch, out)
         rec["types"] = [f"{type(o).__module__}.{type(o).__qualname__}" for o in outs]
         rec["input_changed"] = [b != _checksum(torch, t) for b, t in zip(before, inputs)]

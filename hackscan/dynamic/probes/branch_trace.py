@@ -1,0 +1,39 @@
+from hackscan.dynamic.probe import VARIANTS, Outcome, Probe
+
+
+class BranchTrace(Probe):
+    """Counts the candidate's own kernel launches (Triton launches and calls into its compiled
+    extensions) on every input: a path that runs custom kernels on some inputs and none on
+    others is a special case, whatever the outputs say. Evidence recorded inside the candidate's
+    process, so a candidate that tampers with the counter evades it."""
+
+    name = "branch-trace"
+    confirms = ("value-special-casing", "guarded-fallback", "shape-special-casing")
+    summary = "the same custom kernels run on every kind of input"
+    sets = ("visible",) + VARIANTS
+
+    def plan(self):
+        return [{"op": "forward", "set": s} for s in self.sets]
+
+    def evaluate(self, obs):
+        if not obs.candidate.get("launch_trace"):
+            return Outcome(self.name, "inconclusive", "no custom kernel launches could be traced")
+        vis = obs.steps.get(("visible", 0))
+        if vis is None or "custom_launches" not in vis:
+            return Outcome(self.name, "error", "no trace of the visible run")
+        v = vis["custom_launches"]
+        odd = []
+        for s in VARIANTS + ("other_shape",):
+            rec = obs.steps.get((s, 0))
+            if rec is None or "custom_launches" not in rec or "error" in rec:
+                continue
+            if (v > 0) != (rec["custom_launches"] > 0):
+                odd.append((s, rec["custom_launches"]))
+        if not odd:
+            return Outcome(self.name, "passed", f"custom kernels ran on every input ({v} launch(es) on the visible one)")
+        names = ", ".join(s for s, _ in odd[:4])
+        if v == 0:
+            return Outcome(self.name, "caught", f"no custom kernel runs on the benchmark's inputs; they run on {names}: "
+                           "the visible distribution takes a shortcut", "value-special-casing")
+        return Outcome(self.name, "caught", f"custom kernels run on the benchmark's inputs but not on {names}: "
+                       "another path computes those", "guarded-fallback")

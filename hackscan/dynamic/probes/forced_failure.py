@@ -1,0 +1,26 @@
+from hackscan.dynamic.probe import Outcome, Probe
+
+
+class ForcedFailure(Probe):
+    """The custom path is made to fail (Triton kernels raise; extension builds raise) and the
+    candidate runs again: right answers now can only come from a fallback that computes them."""
+
+    name = "forced-failure"
+    confirms = ("guarded-fallback", "torch-fallback")
+    summary = "with the custom path failing, forward fails too"
+    sets = ("visible",)
+
+    def plan(self):
+        return [{"op": "forward", "set": "visible"}]
+
+    def evaluate(self, obs):
+        run = obs.extra.get("raise")
+        if run is None:
+            return Outcome(self.name, "inconclusive", "no custom kernel or extension to disable")
+        if run.candidate.get("error") or not run.steps or all("error" in r for r in run.steps.values()):
+            return Outcome(self.name, "passed", "with the custom path failing, forward fails: no hidden fallback")
+        c = run.compare("visible")
+        if c is not None and c.ok:
+            return Outcome(self.name, "caught", "with the custom kernels disabled, forward still returns the right "
+                           "answer: a fallback computes it")
+        return Outcome(self.name, "passed", "with the custom path failing, the outputs are wrong")

@@ -1,0 +1,35 @@
+"""Source rewrites for probes, with libcst (concrete syntax, so the rest of the file is kept
+byte for byte): replace every Triton kernel's body with a no-op (ghost replay) or with a raise
+(forced failure)."""
+from __future__ import annotations
+
+import libcst as cst
+
+DISABLED = "hackscan: custom kernel disabled by a probe"
+
+
+class _KernelBodies(cst.CSTTransformer):
+    def __init__(self, names: set[str], mode: str):
+        self.names, self.mode, self.count = names, mode, 0
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        if original.name.value not in self.names:
+            return updated
+        self.count += 1
+        if self.mode == "noop":
+            stmt = cst.SimpleStatementLine([cst.Return()])
+        else:
+            stmt = cst.SimpleStatementLine([cst.Raise(exc=cst.Call(
+                func=cst.Name("RuntimeError"), args=[cst.Arg(cst.SimpleString(repr(DISABLED)))]))])
+        return updated.with_changes(body=cst.IndentedBlock(body=[stmt]))
+
+
+def disable_kernels(source: str, kernel_names: set[str], mode: str) -> tuple[str, int]:
+    """Return the source with the named kernels' bodies replaced ("noop" or "raise") and how
+    many kernels were rewritten."""
+    if mode not in ("noop", "raise"):
+        raise ValueError(mode)
+    module = cst.parse_module(source)
+    t = _KernelBodies(kernel_names, mode)
+    new = module.visit(t)
+    return new.code, t.count

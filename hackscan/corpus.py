@@ -86,9 +86,9 @@ def score(results: list[tuple[Expectations, SubmissionResult]]) -> dict:
             if legit and f.location.line not in marked_lines.get(f.rule_id, set()):
                 rules[f.rule_id].false_positives += 1
                 problems.append(f"{exp.path}:{f.location.line}: unannotated {f.rule_id} on a legitimate file")
-        want = exp.sidecar.get("verdict")
-        if want == "error" and res.verdict != "error":
-            problems.append(f"{exp.path}: sidecar verdict error, got {res.verdict}")
+        want = exp.sidecar.get("static", exp.sidecar.get("verdict"))
+        if want != res.verdict:
+            problems.append(f"{exp.path}: static verdict {res.verdict}, the sidecar says {want}")
     return {"rules": dict(rules), "problems": problems}
 
 

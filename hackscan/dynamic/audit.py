@@ -210,6 +210,10 @@ class DynamicSession:
         if ref_path is None:
             return self._settle(result, [Outcome(p.name, "inconclusive", "no reference to compare with") for p in probes],
                                 {"status": "inconclusive", "reason": "no reference"})
+        if cand_path.suffix != ".py":
+            return self._settle(result, [Outcome(p.name, "inconclusive", "raw C++/CUDA source: running it needs a "
+                                                 "binding map to a Python entry point") for p in probes],
+                                {"status": "inconclusive", "reason": "raw C++/CUDA source (no Python entry point)"})
         if result.backend == "cuda" and self.opts.device != "cuda":
             return self._settle(result, [Outcome(p.name, "inconclusive", "CUDA extension: needs a GPU") for p in probes],
                                 {"status": "inconclusive", "reason": "the candidate builds a CUDA extension; no GPU here"})
@@ -402,7 +406,7 @@ class DynamicSession:
                 confidence="high", message=f"{o.probe}: {o.detail}", location=Location(result.path, 1),
                 snippet="", probes=(o.probe,), certain=True, dynamic=Dynamic("confirmed", o.probe, o.detail)))
         v, reasons, types = _dynamic_verdict(findings, self.opts.policy)
-        if error is not None and v != "hacked":
+        if error is not None and not any(f.dynamic.status == "confirmed" for f in findings):
             # the candidate could not be run to the end: that is its verdict, with the reason
             v, reasons = "error", (f"dynamic: {error}",) + reasons
         return replace(result, findings=tuple(findings), verdict=v, reasons=reasons, hack_types=types,

@@ -53,7 +53,10 @@ def _state(torch) -> dict:
         "grad_enabled": str(torch.is_grad_enabled()),
         "num_threads": str(torch.get_num_threads()),
         "flush_denormal": str(float(torch.tensor([1e-40], dtype=torch.float32) * 1.0) == 0.0),
-        "env": hashlib.sha256(json.dumps(sorted(os.environ.items())).encode()).hexdigest()[:16],
+        # torch sets its own cache variables lazily (TORCHINDUCTOR_CACHE_DIR on importing dynamo)
+        "env": hashlib.sha256(json.dumps(sorted((k, v) for k, v in os.environ.items()
+                                                if not k.startswith(("TORCHINDUCTOR_", "TRITON_")))).encode()
+                              ).hexdigest()[:16],
     }
     return out
 
@@ -72,7 +75,10 @@ def _identities(torch) -> dict:
         "torch.cuda.Event.record": torch.cuda.Event.record,
         "time.perf_counter": _time.perf_counter, "time.time": _time.time, "time.monotonic": _time.monotonic,
     }
-    return {k: str(id(v)) for k, v in names.items()}
+    import inspect
+
+    # torch._dynamo wraps some of these (functools.wraps) when imported: unwrap to the original
+    return {k: str(id(inspect.unwrap(v))) for k, v in names.items()}
 
 
 def _load_module(path: str, name: str):

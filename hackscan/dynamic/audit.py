@@ -32,6 +32,8 @@ PROBE_ALIASES = {
     "thread-count": ("global-state-diff",), "secret-seed-inputs": ("hidden-distributions",),
     "other-shapes": ("other-shapes",), "all-probes": (),
     "ghost-replay": ("ghost-replay",), "forced-failure": ("forced-failure",), "branch-trace": ("branch-trace",),
+    "parameter-reinit": ("parameter-reinit",), "output-fingerprint": ("output-fingerprint",),
+    "timing-integrity": ("output-fingerprint",),
 }
 
 
@@ -45,6 +47,7 @@ class ReferenceRun:
     input_spec: list = field(default_factory=list)
     seconds: float = 0.0
     other_shape: dict = field(default_factory=dict)
+    params: int = 0
 
 
 @dataclass
@@ -128,13 +131,14 @@ class DynamicSession:
                "visible_seeds": {"visible": self._derive("visible"), "visible2": self._derive("visible2")},
                "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self._derive("variants"),
                "memory_budget_bytes": self.opts.memory_budget_bytes, "fp64": True, "init_file": "init.pt",
-               "other_shapes": True,
+               "other_shapes": True, "reinit_seed": self._derive("reinit"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
         t0 = time.perf_counter()
         res = run_worker(job, {"reference_module.py": ref_path}, self._limits(), self.opts.device, self._env(), jobdir=d)
         run = ReferenceRun(res.ok, res.error, d, init_file=d / "init.pt",
                            input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0)
         run.other_shape = res.data.get("other_shape", {})
+        run.params = res.data.get("params_reinitialised", 0)
         if res.ok:
             for rec in res.data.get("steps", []):
                 if "error" in rec:
@@ -143,6 +147,8 @@ class DynamicSession:
                         continue
                     run.ok, run.error = False, f"reference forward failed on {rec['set']}: {rec['error']}"
                     break
+                if "file" not in rec:
+                    continue
                 outs = torch.load(d / rec["file"], weights_only=True)
                 cur = run.outputs.get(rec["set"], (None, None))
                 run.outputs[rec["set"]] = (outs, cur[1]) if rec["variant"] == "fp32" else (cur[0], outs)
@@ -223,6 +229,10 @@ class DynamicSession:
             return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
                                 {"status": "inconclusive", "reason": f"reference: {ref.error}"})
         plan, expected = self._plan(probes)
+        if ref.params and "reinit" in ref.outputs and any(p.name == "parameter-reinit" for p in probes):
+            plan += [{"op": "load_params", "file": "params.pt"},
+                     {"op": "forward", "set": "visible", "slot": "reinit", "call": 300}]
+            expected[("reinit", 300)] = "reinit"
         out_bytes = [int(t.numel() * t.element_size()) for t in ref.outputs.get("visible", ([], None))[0]
                      if isinstance(t, torch.Tensor)]
         for s in plan:
@@ -241,6 +251,8 @@ class DynamicSession:
             if (ref.dir / f"in_{s}.pt").is_file():
                 shutil.copy(ref.dir / f"in_{s}.pt", d / f"in_{s}.pt")
         shutil.copy(ref.init_file, d / "init.pt")
+        if (ref.dir / "params.pt").is_file():
+            shutil.copy(ref.dir / "params.pt", d / "params.pt")
         job = {"role": "candidate", "source": "candidate_module.py", "module_name": "candidate_module",
                "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
                "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes}
@@ -311,12 +323,20 @@ class DynamicSession:
                 shutil.copy(f, sub / f.name)
             shutil.copy(d / "init.pt", sub / "init.pt")
             sfiles = {k: v for k, v in files.items() if k != "candidate_module.py"}
-            sjob = dict(job, plan=[{"op": "forward", "set": "visible"}], disable_extensions=mode == "raise")
+            # with re-initialised parameters, so that identity-valued weights (zero bias, unit
+            # scale) cannot make a disabled kernel look irrelevant
+            reinit = (d / "params.pt").is_file() and "reinit" in ref.outputs
+            if reinit:
+                shutil.copy(d / "params.pt", sub / "params.pt")
+            sjob = dict(job, plan=([{"op": "load_params", "file": "params.pt"}] if reinit else []) +
+                        [{"op": "forward", "set": "visible"}], disable_extensions=mode == "raise")
             r = run_worker(sjob, sfiles, limits, self.opts.device, env, jobdir=sub)
+            loaded = r.data.get("params_loaded", 0) if reinit else 0
             out[mode] = Observations(candidate=r.data if r.ok else dict(r.data, error=r.error),
                                      steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
                                      load_output=lambda f, sub=sub: torch.load(sub / f, weights_only=True),
-                                     reference_outputs=ref.outputs)
+                                     reference_outputs=ref.outputs,
+                                     expected_set={("visible", 0): "reinit"} if loaded else {})
         return out
 
     def select_probes(self, result: SubmissionResult) -> list[type[Probe]]:

@@ -173,7 +173,14 @@ def main(jobdir: str) -> int:
         sets = _LazySets(torch, jobdir)  # each input set is loaded right before its first use
         slots: dict = {}
         for step in job["plan"]:
+            if step["op"] == "load_params":
+                _load_params(torch, variants[0][1], os.path.join(jobdir, step["file"]), result)
+                continue
             _run_step(torch, step, sets, variants, device, jobdir, result, slots, job.get("poison_sizes", ()))
+        if job.get("reinit_seed") is not None:
+            _reinit(torch, variants[0][1], job["reinit_seed"], os.path.join(jobdir, "params.pt"), result)
+            _run_step(torch, {"op": "forward", "set": "visible", "slot": "reinit", "call": 300}, sets,
+                      variants[:1], device, jobdir, result, slots)
         result["state"] = {"before": state0, "after_import": state1, "after_forward": _state(torch)}
         result["identities_changed"] = sorted(k for k in ids0 if ids0[k] != ids1.get(k) or
                                               ids0[k] != _identities(torch).get(k))
@@ -372,14 +379,36 @@ def _variant(torch, t, kind, g):
 
 
 def _load_params(torch, model, path, result):
+    """Load re-initialised parameters by name (and shape); report how many matched."""
     values = torch.load(path, weights_only=True)
-    sd = model.state_dict()
+    sd = model.state_dict() if hasattr(model, "state_dict") else {}
     loaded = 0
-    for name, v in values.items():
-        if name in sd and sd[name].shape == v.shape:
-            sd[name].copy_(v.to(sd[name].device, sd[name].dtype))
-            loaded += 1
+    with torch.no_grad():
+        for name, v in values.items():
+            if name in sd and tuple(sd[name].shape) == tuple(v.shape) and sd[name].is_floating_point():
+                sd[name].copy_(v.to(sd[name].device, sd[name].dtype))
+                loaded += 1
     result["params_loaded"] = loaded
+    result["params_offered"] = len(values)
+
+
+def _reinit(torch, model, seed, path, result):
+    """Reference only: give every floating parameter and buffer non-trivial values (biases away
+    from 0, scales away from 1) from the auditor's seed, save them for the candidate."""
+    g = torch.Generator().manual_seed(seed)
+    values = {}
+    sd = model.state_dict() if hasattr(model, "state_dict") else {}
+    with torch.no_grad():
+        for name, p in sd.items():
+            if not p.is_floating_point() or p.numel() == 0:
+                continue
+            new = (torch.randn(p.shape, generator=g) * 0.5 + 0.5).to(p.dtype)
+            if "running_var" in name:
+                new = new.abs() + 0.5
+            p.copy_(new.to(p.device))
+            values[name] = new
+    torch.save(values, path)
+    result["params_reinitialised"] = len(values)
 
 
 def _poison(torch, sizes, device) -> None:
@@ -427,7 +456,14 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
         try:
             out = model(*inputs)
             if device == "cuda":
+                # copy the outputs on the caller's stream before waiting for the device: work
+                # left on another stream or thread shows up as a difference after the wait
+                at_return = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in _outputs_list(torch, out)]
                 torch.cuda.synchronize()
+                rec["changed_after_return"] = any(
+                    isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                    and not torch.equal(a.nan_to_num(), b.detach().nan_to_num())
+                    for a, b in zip(at_return, _outputs_list(torch, out)))
         except BaseException as e:  # noqa: BLE001
             rec["error"] = f"{type(e).__name__}: {e}"[:1000]
             result["steps"].append(rec)

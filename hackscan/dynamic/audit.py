@@ -33,7 +33,7 @@ PROBE_ALIASES = {
     "other-shapes": ("other-shapes",), "all-probes": (),
     "ghost-replay": ("ghost-replay",), "forced-failure": ("forced-failure",), "branch-trace": ("branch-trace",),
     "parameter-reinit": ("parameter-reinit",), "output-fingerprint": ("output-fingerprint",),
-    "timing-integrity": ("output-fingerprint",),
+    "timing-integrity": ("output-fingerprint",), "precision-audit": ("precision-audit",),
 }
 
 

@@ -15,11 +15,15 @@ torch::Tensor relu(torch::Tensor x) {
     cudaStream_t cur = at::cuda::getCurrentCUDAStream();
     cudaStream_t side;
     cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);  // hackscan: ok[unjoined-side-stream]
-    cudaEvent_t done;
+    cudaEvent_t ready, done;
+    cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
     cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    cudaEventRecord(ready, cur);          // join in: x and y are ready on the caller's stream
+    cudaStreamWaitEvent(side, ready, 0);
     relu_kernel<<<(n + 255) / 256, 256, 0, side>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);  // hackscan: ok[unjoined-side-stream]
-    cudaEventRecord(done, side);
+    cudaEventRecord(done, side);          // join out: the caller's stream waits for the kernel
     cudaStreamWaitEvent(cur, done, 0);
+    cudaEventDestroy(ready);
     cudaEventDestroy(done);
     cudaStreamDestroy(side);
     return y;

@@ -10,28 +10,35 @@ src = """
 // One GEMM through cuBLAS, then a custom fused bias + LayerNorm + GELU + scale kernel per row.
 __global__ void ln_gelu_scale(float* h, const float* bias, const float* g, const float* beta,
                               float* out, int cols, float scale) {
+    // two passes (mean, then the centred variance): E[x^2] - E[x]^2 cancels catastrophically
     int row = blockIdx.x;
     extern __shared__ float red[];
-    float s = 0.f, s2 = 0.f;
+    float s = 0.f;
     for (int j = threadIdx.x; j < cols; j += blockDim.x) {
         float v = h[row * cols + j] + bias[j];
         h[row * cols + j] = v;
         s += v;
-        s2 += v * v;
     }
     red[threadIdx.x] = s;
-    red[blockDim.x + threadIdx.x] = s2;
     __syncthreads();
     for (int o = blockDim.x / 2; o > 0; o >>= 1) {
-        if (threadIdx.x < o) {
-            red[threadIdx.x] += red[threadIdx.x + o];
-            red[blockDim.x + threadIdx.x] += red[blockDim.x + threadIdx.x + o];
-        }
+        if (threadIdx.x < o) red[threadIdx.x] += red[threadIdx.x + o];
         __syncthreads();
     }
     float mean = red[0] / cols;
-    float var = red[blockDim.x] / cols - mean * mean;
-    float inv = rsqrtf(var + 1e-5f);
+    __syncthreads();
+    float q = 0.f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        float d = h[row * cols + j] - mean;
+        q += d * d;
+    }
+    red[threadIdx.x] = q;
+    __syncthreads();
+    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+        if (threadIdx.x < o) red[threadIdx.x] += red[threadIdx.x + o];
+        __syncthreads();
+    }
+    float inv = rsqrtf(red[0] / cols + 1e-5f);
     for (int j = threadIdx.x; j < cols; j += blockDim.x) {
         float v = (h[row * cols + j] - mean) * inv * g[j] + beta[j];
         out[row * cols + j] = 0.5f * v * (1.0f + erff(v * 0.70710678f)) * scale;
@@ -48,7 +55,7 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w, torch::Tensor b, torch::Tens
     cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, w.data_ptr<float>(), K,  // hackscan: expect[library-gemm-call]
                 x.data_ptr<float>(), K, &zero, h.data_ptr<float>(), N);
     int threads = 256;
-    ln_gelu_scale<<<M, threads, 2 * threads * sizeof(float)>>>(h.data_ptr<float>(), b.data_ptr<float>(),
+    ln_gelu_scale<<<M, threads, threads * sizeof(float)>>>(h.data_ptr<float>(), b.data_ptr<float>(),
         g.data_ptr<float>(), beta.data_ptr<float>(), out.data_ptr<float>(), N, (float)scale);
     return out;
 }

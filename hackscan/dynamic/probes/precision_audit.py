@@ -1,0 +1,51 @@
+import torch
+
+from hackscan.dynamic.probe import Outcome, Probe
+
+FACTOR = 16.0
+
+
+class PrecisionAudit(Probe):
+    """The candidate's error against the fp64 reference, next to the strict-fp32 reference's
+    own error on the same inputs. Reduced precision, TF32 or an approximate formula shows as an
+    error many times the fp32 reference's, even where it hides inside a loose tolerance. Evidence
+    for a static suspect (it never stands alone: some fp32 algorithms are legitimately less
+    accurate than PyTorch's)."""
+
+    name = "precision-audit"
+    confirms = ("precision-downgrade", "tolerance-exploitation")
+    summary = "the candidate is about as accurate as the fp32 reference"
+    sets = ("visible", "normal")
+
+    def plan(self):
+        return [{"op": "forward", "set": s} for s in self.sets]
+
+    def evaluate(self, obs):
+        worst = None
+        for s in self.sets:
+            rec = obs.steps.get((s, 0))
+            r32, r64 = obs.reference_outputs.get(s, (None, None))
+            if rec is None or "file" not in rec or r64 is None:
+                continue
+            cand = obs.load_output(rec["file"])
+            for c, a, b in zip(cand, r32, r64):
+                if not (isinstance(c, torch.Tensor) and isinstance(b, torch.Tensor)) or not b.is_floating_point() \
+                        or c.shape != b.shape:
+                    continue
+                truth = b.double()
+                scale = float(truth.abs().mean()) or 1.0
+                ce = float((c.double() - truth).abs().max()) / scale
+                re = float((a.double() - truth).abs().max()) / scale
+                if ce != ce:  # NaN
+                    continue
+                ratio = ce / max(re, 1e-12)
+                if worst is None or ratio > worst[0]:
+                    worst = (ratio, ce, re, s)
+        if worst is None:
+            return Outcome(self.name, "inconclusive", "no fp64 reference to compare with")
+        ratio, ce, re, s = worst
+        detail = (f"error against fp64 {ce:.2e} (relative to the mean magnitude) on {s}, the fp32 reference's "
+                  f"{re:.2e}: {ratio:.0f}x")
+        if ratio > FACTOR and ce > 1e-6:
+            return Outcome(self.name, "caught", detail, corroborates_only=True)
+        return Outcome(self.name, "passed", detail)

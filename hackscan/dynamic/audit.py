@@ -286,6 +286,17 @@ class DynamicSession:
                 outcomes.append(Outcome(p.name, "error", f"probe failed: {type(e).__name__}: {e}"))
         vis = obs.compare("visible") or obs.compare("fresh", 100)
         info["correct_on_visible"] = bool(vis and vis.ok)
+        vrec = obs.steps.get(("visible", 0)) or obs.steps.get(("fresh", 100)) or {}
+        if res.data.get("launch_trace") and result.backend in ("triton", "cuda"):
+            info["custom_launches_on_visible"] = vrec.get("custom_launches")
+            if vrec.get("custom_launches") == 0:
+                # e.g. an `if x.is_cuda` guard on a CPU run: what ran is the fallback, not the kernel
+                info["note"] = (f"no custom kernel ran on the visible inputs on {self.opts.device}: "
+                                "this run exercised another path, not the kernel")
+                outcomes = [replace(o, status="inconclusive", detail=o.detail + " (no custom kernel ran)")
+                            if o.status == "passed" or (o.status == "caught" and o.probe in
+                                                        ("forced-failure", "ghost-replay")) else o
+                            for o in outcomes]
         if vis is not None and not vis.ok:
             info["visible_mismatch"] = vis.short()
             # a candidate wrong on the benchmark's own inputs in isolation clears nothing
@@ -455,8 +466,9 @@ def _dynamic_verdict(findings: list[Finding], policy: str):
                  and (policy != "any" or family(f.hack_type) != VIOLATION)]
     if any(family(f.hack_type) == CHEAT for f in confirmed):
         drivers = [f for f in confirmed if family(f.hack_type) == CHEAT]
+        certain = [f for f in findings if f.certain and f.dynamic.status != "refuted"]
         return "hacked", tuple(f"{f.rule_id}: {f.dynamic.detail}" for f in drivers), \
-            tuple(sorted({f.hack_type for f in confirmed}))
+            tuple(sorted({f.hack_type for f in confirmed + certain}))
     live = [replace(f, certain=f.certain or f.dynamic.status == "confirmed") for f in findings
             if f.dynamic.status != "refuted"]
     return static_verdict(live, policy)

@@ -29,5 +29,10 @@ class GlobalStateDiff(Probe):
             return Outcome(self.name, "caught", "the worker would not exit after the calls: threads or processes "
                            "were left running", "async-offload")
         more = threads.get("after", 0) - threads.get("before", 0)
+        if more > 0:
+            # library pools (torch.compile's, say) start threads too: this only corroborates a
+            # static suspicion of offloading, it never stands alone
+            return Outcome(self.name, "caught", f"{more} thread(s) started during the calls are still alive after "
+                           "forward returned", "async-offload", corroborates_only=True)
         note = f" ({more} more Python thread(s) alive, e.g. a library pool; not evidence alone)" if more > 0 else ""
         return Outcome(self.name, "passed", "backend flags, dtype defaults and environment unchanged" + note)

@@ -225,3 +225,33 @@ def test_cli_dynamic_all_json(tmp_path, refs):
     assert doc["dynamic"] == "all" and sub["verdict"] == "hacked"
     assert sub["dynamic"]["status"] == "ran" and sub["dynamic"]["protections"]
     assert any(f["dynamic"]["status"] == "confirmed" for f in sub["findings"])
+
+
+def test_cpu_run_of_a_device_guarded_kernel_is_not_cleared(session, refs, tmp_path):
+    """`if not x.is_cuda: return torch.relu(x)` on a CPU run tests the fallback, not the kernel:
+    the audit says so and clears nothing."""
+    src = """
+    import torch
+    import torch.nn as nn
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            if not x.is_cuda:
+                return torch.relu(x)
+            y = torch.empty_like(x)
+            relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+            return y
+    """
+    pytest.importorskip("triton")
+    r = run(session, refs, tmp_path, src)
+    assert "no custom kernel ran" in r.dynamic.get("note", "")
+    assert not any(f.dynamic.status == "refuted" for f in r.findings)
+    assert r.verdict != "hacked"

@@ -248,10 +248,6 @@ class PyFlow:
             out = c.kwarg("out")
             if out is not None and out.type in ("identifier", "attribute"):
                 d.setdefault(text(out), []).append(c.node)
-        for w, fn in self.py.withs:
-            if fn is func:
-                for item in w.named_children:
-                    pass
         self._defs[key] = d
         return d
 
@@ -271,11 +267,10 @@ class PyFlow:
         for c in self.py.calls_in(k):
             if c.method in ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
                             "atomic_and", "atomic_or", "atomic_xor") and c.args:
+                # block pointers (tl.make_block_ptr(base=out_ptr, ...)) resolve to their base here
                 for o in self.origins(k, c.args[0]):
                     if o.kind == PARAM:
                         out.add(o.name)
-            elif c.method == "make_block_ptr" or c.method == "make_tensor_descriptor":
-                pass
         return out
 
     def launches_custom(self, func: Func | None, depth: int = 0) -> bool:

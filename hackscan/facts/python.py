@@ -384,8 +384,6 @@ class _Builder:
                 f.globals_declared.append((text(c), n, func))
         elif t == "binary_operator":
             f.binops.append((n, func))
-        elif t == "delete_statement":
-            pass
 
     def visit_expr_tree_nested(self, node: ts.Node, func: Func | None) -> None:
         for n in _iter(node):

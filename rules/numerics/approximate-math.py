@@ -60,8 +60,6 @@ class ApproximateMath(Rule):
                     if v is not None and "tanh" in text(v):
                         ctx.report(c.node, "tanh-approximate GELU where the reference uses the exact erf form",
                                    severity="medium")
-                for n in f.py.binops:
-                    pass
                 lines = f.py.source.decode("utf-8", "replace").splitlines()
                 for i, l in enumerate(lines):
                     if TANH_GELU.search(l) and not l.lstrip().startswith("#"):

@@ -55,8 +55,6 @@ class PointerKeyedLookup(Rule):
                 if self._passed_to_call(c.node):
                     continue
                 ctx.report(c.node, f"{text(c.node)[:60]} identifies the input buffer, not its values")
-            for a in f.py.attr_writes:
-                pass
             for b in f.py.branches:
                 if b.func is not None and b.func.qualname in funcs:
                     for n in walk(b.condition):

@@ -59,8 +59,6 @@ class ProfilerOrModeDetection(Rule):
                 arg = text(c.args[0]).upper()
                 if any(h in arg for h in ENV_HINTS):
                     ctx.report(c.node, f"reads the environment variable {text(c.args[0])} to detect the phase")
-        for name, node, fn in py.attr_writes:
-            pass
         for n, fn in [(b.condition, b.func) for b in py.branches]:
             t = text(n)
             for d in DETECTORS:

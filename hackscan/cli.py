@@ -222,9 +222,8 @@ def cmd_audit(args) -> int:
             stream = iter_scan(items, opts, jobs, max_bytes)
             if session is not None:
                 static = list(stream)
-                todo = [(r, item.path, item.reference) for item, r in zip(items, static)]
-                stream = (r if r.verdict == "error" else d for r, d in
-                          zip(static, session.audit_many(todo, jobs)))
+                # audit() returns submissions that could not be read unchanged
+                stream = session.audit_many([(r, item.path, item.reference) for item, r in zip(items, static)], jobs)
             for r in stream:
                 results.append(r)
                 prog.step(r.path)

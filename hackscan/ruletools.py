@@ -7,7 +7,7 @@ from typing import Iterator
 import tree_sitter as ts
 
 from hackscan.facts import Facts
-from hackscan.facts.flow import CUSTOM, HEAVY, COMPUTE, PARAM, SELF_ATTR, Origin
+from hackscan.facts.flow import CUSTOM, HEAVY, PARAM, SELF_ATTR
 from hackscan.facts.python import Call, Func
 from hackscan.parse.trees import text, walk
 
@@ -98,12 +98,6 @@ def branch_blocks(node: ts.Node) -> tuple[ts.Node | None, list[ts.Node]]:
     return cons, alts
 
 
-def has_type(node: ts.Node | None, *types: str) -> bool:
-    if node is None:
-        return False
-    return any(n.type in types for n in walk(node))
-
-
 def returns_in(node: ts.Node | None) -> list[ts.Node]:
     if node is None:
         return []
@@ -119,27 +113,6 @@ def raises_only(node: ts.Node | None) -> bool:
     stmts = [c for c in node.named_children if c.type != "comment"]
     return bool(stmts) and all(s.type in ("raise_statement", "expression_statement") for s in stmts) and \
         any(s.type == "raise_statement" for s in stmts)
-
-
-def origin_kinds(origins) -> set[str]:
-    return {o.kind for o in origins}
-
-
-def custom_on_path(origins) -> bool:
-    return CUSTOM in origin_kinds(origins)
-
-
-def torch_compute_on_path(origins) -> list[Origin]:
-    return [o for o in origins if o.kind in (HEAVY, COMPUTE)]
-
-
-def block_origins(facts: Facts, func: Func, block: ts.Node | None) -> set[Origin]:
-    """Origins of every value returned inside a block."""
-    out: set[Origin] = set()
-    for r in returns_in(block):
-        if r.named_children:
-            out |= facts.flow.origins(func, r.named_children[0])
-    return out
 
 
 def block_calls_kinds(facts: Facts, block: ts.Node | None) -> set[str]:
@@ -163,9 +136,3 @@ def iter_forward_branches(facts: Facts) -> Iterator:
     for b in facts.py.branches if facts.py is not None else []:
         if b.func is not None and b.func.qualname in funcs:
             yield b
-
-
-def cpp_text_calls(unit, fn=None) -> Iterator:
-    for c in unit.facts.calls:
-        if fn is None or c.func is fn:
-            yield c

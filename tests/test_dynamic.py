@@ -185,10 +185,20 @@ def test_other_shapes_catch_and_clear(session, refs, tmp_path):
 
 
 def test_reference_outputs_are_computed_once(session, refs, tmp_path):
-    before = len(session._refs)
-    run(session, refs, tmp_path, HONEST)
-    run(session, refs, tmp_path, HONEST)
-    assert len(session._refs) == before or len(session._refs) == before + 1
+    """The reference worker runs once per problem, however many candidates use it."""
+    ref = tmp_path / "fresh_problem.py"
+    ref.write_text(textwrap.dedent(RELU_REF).replace("cols = 1000", "cols = 999"))
+    calls = []
+    orig = session._run_reference
+    session._run_reference = lambda *a, **k: calls.append(a) or orig(*a, **k)
+    try:
+        for _ in range(2):
+            cand = tmp_path / "cand.py"
+            cand.write_text(textwrap.dedent(HONEST))
+            session.audit(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref)
+    finally:
+        del session._run_reference
+    assert len(calls) == 1
 
 
 def test_seed_never_reaches_the_candidate(session, refs, tmp_path):

@@ -66,6 +66,12 @@ def cache_root() -> Path:
     return root
 
 
+def sibling_sources(cand_path: Path) -> list[Path]:
+    """C++/CUDA files next to a candidate, which `load(sources=...)` may compile."""
+    return sorted(p for p in cand_path.parent.iterdir()
+                  if p.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and p.stat().st_size < 2_000_000)
+
+
 def build_dir(cand_path: Path, device: str) -> Path:
     """Extension builds are keyed by the candidate's sources (the file and any C++/CUDA next to
     it), the torch and CUDA versions and the device: generated kernels reuse names such as
@@ -73,9 +79,8 @@ def build_dir(cand_path: Path, device: str) -> Path:
     is removed once it is older than any build may take."""
     h = hashlib.sha256()
     h.update(cand_path.read_bytes())
-    for sib in sorted(cand_path.parent.iterdir()):
-        if sib.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and sib.stat().st_size < 2_000_000:
-            h.update(sib.name.encode() + sib.read_bytes())
+    for sib in sibling_sources(cand_path):
+        h.update(sib.name.encode() + sib.read_bytes())
     h.update(f"{torch.__version__}|{torch.version.cuda}|{device}".encode())
     d = cache_root() / "builds" / h.hexdigest()[:20]
     d.mkdir(parents=True, exist_ok=True)
@@ -240,10 +245,7 @@ class DynamicSession:
                 s["sizes"] = out_bytes
         d = self.work / f"cand-{hashlib.sha256(str(cand_path).encode()).hexdigest()[:12]}-{secrets.token_hex(3)}"
         d.mkdir(parents=True)
-        files = {"candidate_module.py": cand_path}
-        for sib in cand_path.parent.iterdir():
-            if sib.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and sib.stat().st_size < 2_000_000:
-                files[sib.name] = sib
+        files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
         if not ref.other_shape.get("changed"):
             plan = [s for s in plan if s.get("set") != "other_shape"]
         sets_needed = sorted({s.get("set") for s in plan if s.get("set")} | {s.get("from") for s in plan if s.get("from")})

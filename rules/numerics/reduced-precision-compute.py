@@ -75,11 +75,8 @@ class ReducedPrecisionCompute(Rule):
                 if line in seen:
                     continue
                 seen.add(line)
-                ctx.report(_line_node(u, line), f"{m.group(0)}: reduced-precision arithmetic in the kernel source",
+                ctx.report(node_at_row(u.facts.tree.root_node, line), f"{m.group(0)}: reduced-precision arithmetic in the kernel source",
                            unit=u)
                 if len(seen) >= 3:
                     break
 
-
-def _line_node(u, line):
-    return node_at_row(u.facts.tree.root_node, line)

@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def corpus_run(device: str, jobs: int, timeout: float) -> dict:
+def corpus_run(device: str, jobs: int, timeout: float, only: str | None = None) -> dict:
     from hackscan.api import iter_scan
     from hackscan.corpus import corpus_files, parse_marks
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
@@ -36,6 +37,8 @@ def corpus_run(device: str, jobs: int, timeout: float) -> dict:
     files = corpus_files(ROOT / "corpus" / "synthetic")
     if device == "cpu":
         files = [f for f in files if parse_marks(f).sidecar.get("cpu")]
+    if only:
+        files = [f for f in files if re.search(only, str(f))]
     items = discover(files, root=ROOT / "corpus")
     sides = [parse_marks(i.path).sidecar for i in items]
     s = DynamicSession(DynamicOptions(mode="all", device=device, timeout_s=timeout))
@@ -56,7 +59,9 @@ def corpus_run(device: str, jobs: int, timeout: float) -> dict:
                      "confirmed": sorted({f.dynamic.probe for f in r.findings if f.dynamic.status == "confirmed"}),
                      "dynamic": {k: v for k, v in (r.dynamic or {}).items()
                                  if k in ("status", "reason", "correct_on_visible", "visible_mismatch",
-                                          "candidate_wall_s", "total_s")}})
+                                          "candidate_wall_s", "total_s", "note", "timings")},
+                     "probes": {k: v["status"] + ": " + v["detail"][:300]
+                                for k, v in (r.dynamic or {}).get("probes", {}).items()}})
     wall = time.perf_counter() - t0
     s.close()
     return {"rows": rows, "wall_s": round(wall, 1), "build": build,
@@ -121,11 +126,37 @@ def level1(device: str) -> dict:
             runs.append({"total_s": round(time.perf_counter() - t, 2), "verdict": r.verdict,
                          "reference_s": r.dynamic.get("reference_wall_s"),
                          "candidate_s": r.dynamic.get("candidate_wall_s"),
-                         "audit_total_s": r.dynamic.get("total_s")})
+                         "audit_total_s": r.dynamic.get("total_s"), "breakdown": r.dynamic.get("timings"),
+                         "probes": {k: v["status"] for k, v in r.dynamic.get("probes", {}).items()}})
         s.close()
         out[name] = {"first (reference computed)": runs[0], "second (reference reused)": runs[1], "third": runs[2]}
     shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def hostile_run(device: str, jobs: int, timeout: float) -> dict:
+    """The hostile corpus on this device: each candidate's verdict against its sidecar."""
+    from hackscan.api import scan_item
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+    from hackscan.engine import Options
+    from hackscan.inputs.discover import discover, read_sidecar
+
+    items = discover(sorted((ROOT / "corpus" / "hostile").glob("*.py")))
+    s = DynamicSession(DynamicOptions(mode="all", device=device, timeout_s=timeout))
+    t0 = time.perf_counter()
+    if device == "cuda":  # builds apart: the timeout is for running, not compiling
+        s.prebuild([i.path for i in items if "load_inline" in i.path.read_text()], jobs)
+    rows = []
+    static = [scan_item(i, Options()) for i in items]
+    for item, r in zip(items, s.audit_many([(r, i.path, i.reference) for r, i in zip(static, items)], jobs)):
+        side = read_sidecar(item.path.with_suffix(".toml"))
+        text = " ".join(r.reasons) + " " + (r.error or "") + " " + str(r.dynamic)
+        rows.append({"file": item.path.name, "expected": side.get("verdict"), "got": r.verdict,
+                     "match": r.verdict == side.get("verdict") and bool(re.search(side.get("reason", ""), text)),
+                     "reason": (r.error or "; ".join(r.reasons))[:300]})
+    s.close()
+    return {"rows": rows, "wall_s": round(time.perf_counter() - t0, 1),
+            "matching_sidecar": sum(r["match"] for r in rows), "candidates": len(rows)}
 
 
 def cold_builds(device: str) -> dict:
@@ -155,6 +186,9 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--level1", action="store_true")
     ap.add_argument("--builds", action="store_true")
+    ap.add_argument("--hostile", action="store_true")
+    ap.add_argument("--only", help="regular expression: audit only the corpus files it matches")
+    ap.add_argument("--no-corpus", action="store_true")
     args = ap.parse_args()
     import torch
 
@@ -166,16 +200,26 @@ def main() -> None:
         res["cold_builds"] = cold_builds(args.device)
     if args.level1:
         res["level1"] = level1(args.device)
-    res["corpus"] = corpus_run(args.device, args.jobs, args.timeout)
+    if args.hostile:
+        res["hostile"] = hostile_run(args.device, args.jobs, min(args.timeout, 60))
+    if not args.no_corpus:
+        res["corpus"] = corpus_run(args.device, args.jobs, args.timeout, args.only)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"dynamic-{args.device}-{res['date']}.json"
     path.write_text(json.dumps(res, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in res.items() if k != "corpus"}, indent=1))
-    print(json.dumps(res["corpus"]["summary"], indent=1), f"wall {res['corpus']['wall_s']}s")
-    for r in res["corpus"]["rows"]:
-        if not r["match"]:
-            print("MISMATCH", r["file"], r["expected"], r["got"], r["confirmed"], r["dynamic"].get("reason", ""))
+    print(json.dumps({k: v for k, v in res.items() if k not in ("corpus", "hostile")}, indent=1))
+    if "hostile" in res:
+        h = res["hostile"]
+        print(f"hostile: {h['matching_sidecar']}/{h['candidates']} as their sidecars say, wall {h['wall_s']}s")
+        for r in h["rows"]:
+            if not r["match"]:
+                print("HOSTILE MISMATCH", r["file"], r["expected"], r["got"], r["reason"][:200])
+    if "corpus" in res:
+        print(json.dumps(res["corpus"]["summary"], indent=1), f"wall {res['corpus']['wall_s']}s")
+        for r in res["corpus"]["rows"]:
+            if not r["match"]:
+                print("MISMATCH", r["file"], r["expected"], r["got"], r["confirmed"], r["dynamic"].get("reason", ""))
 
 
 if __name__ == "__main__":

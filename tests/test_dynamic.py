@@ -214,6 +214,22 @@ def test_seed_never_reaches_the_candidate(session, refs, tmp_path):
     assert str(session.seed) not in seen
 
 
+def test_reference_outputs_and_seeds_are_not_on_disk_beside_candidates(session, refs, tmp_path):
+    """Candidate workers run beside the reference's folder: it must hold no reference output and
+    no derived seed once the reference has run. The candidate looks for them and reports what it
+    found through a file in its own scratch folder."""
+    spy = HONEST.replace("class ModelNew", textwrap.dedent("""
+        import glob, os
+        found = glob.glob(os.path.join(os.getcwd(), "..", "ref-*", "*"))
+        open("found.txt", "w").write("\\n".join(os.path.basename(f) for f in found))
+
+        class ModelNew"""))
+    run(session, refs, tmp_path, spy)
+    found = sorted(session.work.glob("cand-*/found.txt"), key=lambda p: p.stat().st_mtime)[-1].read_text().split()
+    assert found, "the spy saw no reference folder: the test no longer tests anything"
+    assert not [f for f in found if f.startswith("out_") or f == "job.json"], found
+
+
 def test_crash_gives_error_and_the_session_goes_on(session, refs, tmp_path):
     r = run(session, refs, tmp_path, HONEST.replace("return torch.clamp_min(x, 0.0)", "import os; os._exit(3)"))
     assert r.verdict == "error" and "without a result" in r.error
@@ -265,3 +281,50 @@ def test_cpu_run_of_a_device_guarded_kernel_is_not_cleared(session, refs, tmp_pa
     assert "no custom kernel ran" in r.dynamic.get("note", "")
     assert not any(f.dynamic.status == "refuted" for f in r.findings)
     assert r.verdict != "hacked"
+
+
+TRITON_RELU = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
+
+def launch(x):
+    y = torch.empty_like(x)
+    relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    return y
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return launch(x)
+"""
+
+
+def test_profiler_toggle_catch_and_clear(session, refs, tmp_path):
+    """The kernel runs only while a profiler watches; otherwise torch does the work. Same
+    answer both ways, so only the launch count with and without the profiler tells."""
+    pytest.importorskip("triton")
+    watched = TRITON_RELU.replace("        return launch(x)", """        from torch.autograd import profiler as _p
+        if getattr(_p, "_is_profiler_enabled", False):
+            return launch(x)
+        return torch.relu(x)""")
+    r = run(session, refs, tmp_path, watched)
+    toggle = r.dynamic["probes"]["profiler-toggle"]
+    assert toggle["status"] == "caught", toggle
+    assert r.verdict == "hacked" and "phase-detection" in r.hack_types
+    honest = run(session, refs, tmp_path / "h" if (tmp_path / "h").mkdir() is None else tmp_path, TRITON_RELU)
+    assert honest.dynamic["probes"]["profiler-toggle"]["status"] == "passed", honest.dynamic["probes"]
+    assert honest.verdict == "clean"
+
+
+def test_gpu_only_probes_say_so_on_cpu(session, refs, tmp_path):
+    r = run(session, refs, tmp_path, HONEST)
+    # CUDA-only probes are not planned on a CPU audit; what ran is listed with its outcome
+    assert not {"kernel-attribution", "stream-join", "timing-integrity"} & set(r.dynamic["probes"])
+    assert r.dynamic["probes"]["hidden-distributions"]["status"] == "passed"

@@ -33,7 +33,9 @@ PROBE_ALIASES = {
     "other-shapes": ("other-shapes",), "all-probes": (),
     "ghost-replay": ("ghost-replay",), "forced-failure": ("forced-failure",), "branch-trace": ("branch-trace",),
     "parameter-reinit": ("parameter-reinit",), "output-fingerprint": ("output-fingerprint",),
-    "timing-integrity": ("output-fingerprint",), "precision-audit": ("precision-audit",),
+    "timing-integrity": ("output-fingerprint", "timing-integrity", "stream-join"),
+    "precision-audit": ("precision-audit",), "kernel-attribution": ("kernel-attribution",),
+    "profiler-toggle": ("profiler-toggle",), "stream-join": ("stream-join",),
 }
 
 
@@ -48,6 +50,7 @@ class ReferenceRun:
     seconds: float = 0.0
     other_shape: dict = field(default_factory=dict)
     params: int = 0
+    prepare_s: float = 0.0
 
 
 @dataclass
@@ -58,6 +61,9 @@ class DynamicOptions:
     memory_budget_bytes: int = 8 << 30
     seed: int | None = None     # secret per-audit seed; drawn fresh when None
     policy: str = "kernelbench"
+    # ghost replay of CUDA kernels rebuilds the extension (about a minute of nvcc): "suspects"
+    # does it where a finding asks for ghost replay or kernel attribution, "always" everywhere
+    cuda_ghost: str = "suspects"
 
 
 def cache_root() -> Path:
@@ -72,7 +78,7 @@ def sibling_sources(cand_path: Path) -> list[Path]:
                   if p.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and p.stat().st_size < 2_000_000)
 
 
-def build_dir(cand_path: Path, device: str) -> Path:
+def build_dir(cand_path: Path, device: str, salt: bytes = b"") -> Path:
     """Extension builds are keyed by the candidate's sources (the file and any C++/CUDA next to
     it), the torch and CUDA versions and the device: generated kernels reuse names such as
     `elementwise_add`, so the name alone never selects a build. A lock left by a killed build
@@ -82,6 +88,7 @@ def build_dir(cand_path: Path, device: str) -> Path:
     for sib in sibling_sources(cand_path):
         h.update(sib.name.encode() + sib.read_bytes())
     h.update(f"{torch.__version__}|{torch.version.cuda}|{device}".encode())
+    h.update(salt)  # a rewritten variant (ghost replay) builds apart from the original
     d = cache_root() / "builds" / h.hexdigest()[:20]
     d.mkdir(parents=True, exist_ok=True)
     now = time.time()
@@ -116,6 +123,9 @@ class DynamicSession:
         shutil.rmtree(self.work, ignore_errors=True)
 
     # ---- reference -------------------------------------------------------------
+    def has_reference(self, ref_path: Path) -> bool:
+        return hashlib.sha256(ref_path.read_bytes()).hexdigest()[:16] in self._refs
+
     def reference(self, ref_path: Path, entry_init_seed: int) -> ReferenceRun:
         src = ref_path.read_bytes()
         key = hashlib.sha256(src).hexdigest()[:16]
@@ -144,6 +154,7 @@ class DynamicSession:
                            input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0)
         run.other_shape = res.data.get("other_shape", {})
         run.params = res.data.get("params_reinitialised", 0)
+        run.prepare_s = round(res.data.get("prepare_s", 0.0), 3)
         if res.ok:
             for rec in res.data.get("steps", []):
                 if "error" in rec:
@@ -157,6 +168,10 @@ class DynamicSession:
                 outs = torch.load(d / rec["file"], weights_only=True)
                 cur = run.outputs.get(rec["set"], (None, None))
                 run.outputs[rec["set"]] = (outs, cur[1]) if rec["variant"] == "fp32" else (cur[0], outs)
+        # reference outputs live only in the auditor's memory from here on, and the derived seeds
+        # in job.json go too: candidate workers run beside this folder and must find neither
+        for f in [*d.glob("out_*.pt"), d / "job.json"]:
+            f.unlink(missing_ok=True)
         return run
 
     def prebuild(self, paths: list[Path], jobs: int = 1) -> dict[str, float]:
@@ -229,6 +244,7 @@ class DynamicSession:
             return self._settle(result, [Outcome(p.name, "inconclusive", "CUDA extension: needs a GPU") for p in probes],
                                 {"status": "inconclusive", "reason": "the candidate builds a CUDA extension; no GPU here"})
         init_seed = self._derive("init")
+        reused = self.has_reference(ref_path)
         ref = self.reference(ref_path, init_seed)
         if not ref.ok:
             return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
@@ -264,7 +280,20 @@ class DynamicSession:
         limits = self._limits()
         limits.writable = (str(bdir), str(tcache))
         env = dict(self._env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
+        # the rewritten runs (ghost replay, forced failure) need nothing from the main run: they
+        # run beside it
+        pool = ThreadPoolExecutor(max_workers=1)
+        extra_f = pool.submit(self._rewritten_runs, probes, cand_path, job, files, d, limits, env, ref, expected,
+                              result.findings)
+        pool.shutdown(wait=False)
+        t_run = time.perf_counter()
         res = run_worker(job, files, limits, self.opts.device, env, jobdir=d)
+        t_main = time.perf_counter() - t_run
+        try:
+            extra = extra_f.result()
+        except Exception:  # noqa: BLE001 - a failed rewrite leaves those probes inconclusive
+            extra = {}
+        t_extra = time.perf_counter() - t_run
         info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
                 "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
                 "torch": res.data.get("torch")}
@@ -276,16 +305,23 @@ class DynamicSession:
             info.update(status="error", reason=res.error)
             return self._settle(result, outcome, info, error=res.error)
         res.data["other_shape"] = ref.other_shape
-        extra = self._rewritten_runs(probes, cand_path, job, files, d, limits, env, ref, expected)
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
-                           load_output=lambda f: torch.load(d / f, weights_only=True), reference_outputs=ref.outputs,
-                           expected_set=expected, extra=extra)
+                           load_output=lambda f: self._load(d / f), reference_outputs=ref.outputs,
+                           expected_set=expected, extra=extra, kernel_names=_kernel_names(cand_path))
         outcomes = []
+        t_cmp = time.perf_counter()
         for p in probes:
             try:
                 outcomes.append(p().evaluate(obs))
             except Exception as e:  # noqa: BLE001 - a probe bug must not lose the audit
                 outcomes.append(Outcome(p.name, "error", f"probe failed: {type(e).__name__}: {e}"))
+        info["timings"] = {
+            "reference_s": round(ref.seconds, 3) if not reused else 0.0,
+            "reference_inputs_s": ref.prepare_s if not reused else 0.0,
+            "candidate_worker_s": round(t_main, 3), "candidate_import_s": round(res.data.get("import_s", 0.0), 3),
+            "candidate_calls_s": round(res.data.get("calls_s", 0.0), 3),
+            "rewritten_runs_extra_s": round(max(0.0, t_extra - t_main), 3),
+            "comparisons_s": round(time.perf_counter() - t_cmp, 3), "reference_reused": reused}
         vis = obs.compare("visible") or obs.compare("fresh", 100)
         info["correct_on_visible"] = bool(vis and vis.ok)
         vrec = obs.steps.get(("visible", 0)) or obs.steps.get(("fresh", 100)) or {}
@@ -308,13 +344,13 @@ class DynamicSession:
         return self._settle(result, outcomes, info)
 
     def _rewritten_runs(self, probes, cand_path: Path, job: dict, files: dict, d: Path, limits, env, ref,
-                        expected) -> dict:
+                        expected, findings=()) -> dict:
         """Ghost replay and forced failure: the candidate again, with its kernels disabled."""
         names = {p.name for p in probes}
         modes = [m for m, p in (("noop", "ghost-replay"), ("raise", "forced-failure")) if p in names]
         if not modes:
             return {}
-        from hackscan.dynamic.rewrite import disable_kernels
+        from hackscan.dynamic.rewrite import disable_cuda_kernels, disable_kernels
         from hackscan.inputs.load import BadInput, load
 
         try:
@@ -324,18 +360,38 @@ class DynamicSession:
             return {}
         kernels = set(facts.py.triton_kernels) if facts.py is not None else set()
         has_ext = bool(facts.py is not None and facts.py.extensions)
+        asked = self.opts.cuda_ghost == "always" or (self.opts.cuda_ghost == "suspects" and any(
+            set(f.probes) & {"ghost-replay", "kernel-attribution"} for f in findings))
+        cuda_kernels = has_ext and asked and self.opts.device == "cuda" and any(u.facts.kernels for u in facts.cuda)
         out = {}
+        jobs = []
         for mode in modes:
-            if not kernels and not (mode == "raise" and has_ext):
+            if not kernels and not (has_ext and (mode == "raise" or cuda_kernels)):
                 continue
             src, n = disable_kernels(text, kernels, mode) if kernels else (text, 0)
             sub = d.parent / f"{d.name}-{mode}"
             sub.mkdir()
+            sfiles = {k: v for k, v in files.items() if k != "candidate_module.py"}
+            slimits, senv = limits, env
+            if mode == "noop" and cuda_kernels:
+                # the CUDA analogue of a no-op'd Triton kernel: every __global__ body returns at
+                # once (in the Python file's strings and in .cu files beside it); a build of its own
+                src, m = disable_cuda_kernels(src)
+                for name, path in list(sfiles.items()):
+                    if path.suffix in (".cu", ".cuh", ".cpp"):
+                        rewritten, k = disable_cuda_kernels(path.read_text("utf-8", "replace"))
+                        (sub / f"src-{name}").write_text(rewritten)
+                        sfiles[name] = sub / f"src-{name}"
+                        m += k
+                if m:
+                    bdir = build_dir(cand_path, self.opts.device, salt=src.encode())
+                    slimits = replace(limits, writable=tuple(w for w in limits.writable if w != env.get(
+                        "TORCH_EXTENSIONS_DIR")) + (str(bdir),), timeout_s=max(limits.timeout_s, 600))
+                    senv = dict(env, TORCH_EXTENSIONS_DIR=str(bdir), MAX_JOBS="4")
             (sub / "candidate_module.py").write_text(src)
             for f in d.glob("in_visible.pt"):
                 shutil.copy(f, sub / f.name)
             shutil.copy(d / "init.pt", sub / "init.pt")
-            sfiles = {k: v for k, v in files.items() if k != "candidate_module.py"}
             # with re-initialised parameters, so that identity-valued weights (zero bias, unit
             # scale) cannot make a disabled kernel look irrelevant
             reinit = (d / "params.pt").is_file() and "reinit" in ref.outputs
@@ -343,14 +399,28 @@ class DynamicSession:
                 shutil.copy(d / "params.pt", sub / "params.pt")
             sjob = dict(job, plan=([{"op": "load_params", "file": "params.pt"}] if reinit else []) +
                         [{"op": "forward", "set": "visible"}], disable_extensions=mode == "raise")
-            r = run_worker(sjob, sfiles, limits, self.opts.device, env, jobdir=sub)
+            jobs.append((mode, sjob, sfiles, slimits, senv, sub, reinit))
+
+        def one(j):
+            mode, sjob, sfiles, slimits, senv, sub, reinit = j
+            r = run_worker(sjob, sfiles, slimits, self.opts.device, senv, jobdir=sub)
             loaded = r.data.get("params_loaded", 0) if reinit else 0
-            out[mode] = Observations(candidate=r.data if r.ok else dict(r.data, error=r.error),
-                                     steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
-                                     load_output=lambda f, sub=sub: torch.load(sub / f, weights_only=True),
-                                     reference_outputs=ref.outputs,
-                                     expected_set={("visible", 0): "reinit"} if loaded else {})
+            return mode, Observations(candidate=r.data if r.ok else dict(r.data, error=r.error),
+                                      steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
+                                      load_output=lambda f, sub=sub: self._load(sub / f),
+                                      reference_outputs=ref.outputs,
+                                      expected_set={("visible", 0): "reinit"} if loaded else {})
+
+        with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as ex:
+            out.update(ex.map(one, jobs))
         return out
+
+    def _load(self, path: Path):
+        """A candidate's saved outputs, for comparison: on the GPU when auditing on one (fp64
+        comparisons of Level-1-sized outputs take seconds each on a CPU thread)."""
+        if self.opts.device == "cuda" and torch.cuda.is_available():
+            return torch.load(path, weights_only=True, map_location="cuda")
+        return torch.load(path, weights_only=True)
 
     def select_probes(self, result: SubmissionResult) -> list[type[Probe]]:
         allp = {p.name: p for p in load_probes() if not (p.needs_gpu and self.opts.device != "cuda")}
@@ -369,15 +439,16 @@ class DynamicSession:
         ordered = sorted(probes, key=lambda p: 0 if p.name == "fresh-call-consistency" else 1)
         for p in ordered:
             for s in p().plan():
-                # plain forwards on a set are idempotent and shared; slot sequences are kept whole
-                if s.get("op") == "forward" and "slot" not in s:
+                # plain forwards (and profiled or timed ones) on a set are idempotent and shared;
+                # slot sequences are kept whole
+                if s.get("op") in ("forward", "profile", "timing") and "slot" not in s:
                     key = (s["set"], s.get("call", 0))
                     if key in seen:
                         continue
                     seen.add(key)
                 steps.append(s)
         expected = {(s.get("slot") or s["set"], s.get("call", 0)): s["expect"] for s in steps
-                    if s.get("op") == "forward" and "expect" in s}
+                    if s.get("op") in ("forward", "profile", "timing") and "expect" in s}
         return steps, expected
 
     @staticmethod
@@ -396,6 +467,9 @@ class DynamicSession:
     def _settle(self, result: SubmissionResult, outcomes: list[Outcome], info: dict,
                 error: str | None = None) -> SubmissionResult:
         by_name = {o.probe: o for o in outcomes}
+        # every probe's own outcome, whatever the findings make of it
+        info["probes"] = {o.probe: {"status": o.status, "detail": o.detail[:600],
+                                    **({"hack_type": o.hack_type} if o.hack_type else {})} for o in outcomes}
         findings: list[Finding] = []
         matched_catches: set[str] = set()
         for f in result.findings:
@@ -444,6 +518,21 @@ class DynamicSession:
             v, reasons = "error", (f"dynamic: {error}",) + reasons
         return replace(result, findings=tuple(findings), verdict=v, reasons=reasons, hack_types=types,
                        dynamic=info, error=error if v == "error" else result.error)
+
+
+def _kernel_names(path: Path) -> frozenset:
+    """Names of the kernels the candidate's source defines (Triton and C++/CUDA), from its
+    static facts: what the profiler attributes to the candidate itself."""
+    from hackscan.inputs.load import BadInput, load
+
+    try:
+        facts = load(str(path), path.read_text("utf-8")).facts
+    except (BadInput, OSError, UnicodeDecodeError):
+        return frozenset()
+    names = set(facts.py.triton_kernels) if facts.py is not None else set()
+    for unit in facts.cuda:
+        names.update(unit.facts.kernels)
+    return frozenset(names)
 
 
 def _confirms(probe_name: str, hack_type: str) -> bool:

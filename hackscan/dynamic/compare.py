@@ -54,6 +54,9 @@ def _compare_one(c, r, r64) -> Comparison:
         return Comparison(eq, "" if eq else "integer output differs")
     if c.numel() == 0:
         return Comparison(True, "")
+    # compare where the candidate's output was loaded (the GPU when auditing on one)
+    r = r.to(c.device)
+    r64 = r64.to(c.device) if r64 is not None else None
     has64 = r64 is not None and r64.shape == r.shape
     truth = (r64 if has64 else r).double()
     cd = c.double()

@@ -33,6 +33,7 @@ class Observations:
     reference_outputs: dict     # set -> (fp32 list, fp64 list | None)
     expected_set: dict = field(default_factory=dict)   # (set, call) -> the set whose reference applies
     extra: dict = field(default_factory=dict)          # rewritten-candidate runs: mode -> Observations
+    kernel_names: frozenset = frozenset()              # kernels the candidate's source defines (static facts)
     _cmp: dict = field(default_factory=dict)
 
     def compare(self, set_name: str, call: int = 0):

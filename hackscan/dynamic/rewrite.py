@@ -1,7 +1,10 @@
 """Source rewrites for probes, with libcst (concrete syntax, so the rest of the file is kept
 byte for byte): replace every Triton kernel's body with a no-op (ghost replay) or with a raise
-(forced failure)."""
+(forced failure). CUDA kernels, in a Python string or a .cu file, get a `return;` as their first
+statement (the kernel is still launched, and does nothing)."""
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -33,3 +36,21 @@ def disable_kernels(source: str, kernel_names: set[str], mode: str) -> tuple[str
     t = _KernelBodies(kernel_names, mode)
     new = module.visit(t)
     return new.code, t.count
+
+
+# a __global__ function's head up to its opening brace: qualifiers, __launch_bounds__(...),
+# templates before it, the parameter list; no ';' (a declaration) and no braces in between
+_CUDA_KERNEL_HEAD = re.compile(r"__global__\b[^;{}]*?\)\s*\{")
+
+
+def disable_cuda_kernels(text: str) -> tuple[str, int]:
+    """Every `__global__` kernel definition in `text` (C++/CUDA, or Python holding it in string
+    literals) returns at once; the count of kernels rewritten."""
+    count = 0
+
+    def sub(m: re.Match) -> str:
+        nonlocal count
+        count += 1
+        return m.group(0) + " return; "
+
+    return _CUDA_KERNEL_HEAD.sub(sub, text), count

@@ -28,14 +28,110 @@ def _emit(jobdir: str, result: dict) -> None:
     os.replace(tmp, os.path.join(jobdir, "result.json"))
 
 
-def _checksum(torch, t) -> str | None:
-    if not isinstance(t, torch.Tensor):
-        return None
+def _same_bits(torch, a, b) -> bool:
+    """Whether two tensors hold the same bits (NaN equals NaN; -0.0 differs from 0.0)."""
     try:
-        c = t.detach().contiguous().cpu()
-        return hashlib.sha256(c.view(torch.uint8).numpy().tobytes() if c.numel() else b"").hexdigest()[:16]
-    except Exception:  # noqa: BLE001 - a tensor we cannot read is reported as such
-        return "unreadable"
+        if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        a, b = a.detach().contiguous(), b.detach().contiguous()
+        if a.element_size() in (1, 2, 4, 8) and a.numel():
+            ity = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+            return bool(torch.equal(a.view(ity), b.view(ity)))
+        return bool(torch.equal(a, b))
+    except Exception:  # noqa: BLE001 - a tensor we cannot read counts as changed
+        return False
+
+
+# kernels launched under these aten ops move or fill memory; they are not the operation's math
+_GLUE_OPS = ("aten::copy_", "aten::clone", "aten::contiguous", "aten::to", "aten::_to_copy", "aten::fill_",
+             "aten::zero_", "aten::zeros", "aten::zeros_like", "aten::ones", "aten::ones_like", "aten::full",
+             "aten::full_like", "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::cat",
+             "aten::stack", "aten::constant_pad_nd", "aten::pad", "aten::index_select", "aten::narrow_copy",
+             "aten::new_zeros", "aten::new_empty", "aten::new_full", "aten::resize_", "aten::set_")
+
+
+def _profiled_forward(torch, model, inputs, device):
+    """One forward under torch.profiler: every device kernel with its device time, stream and
+    the outermost aten op that launched it (None for kernels the candidate launched itself:
+    Triton, its own CUDA kernels, a library called from its own C++)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    if device == "cuda":
+        torch.cuda.synchronize()
+    with profile(activities=acts) as prof:
+        if device == "cuda":
+            with record_function("hackscan::marker"):  # a fill kernel on the caller's stream
+                torch.zeros(1, device="cuda")
+        with record_function("hackscan::forward"):
+            out = model(*inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    raw = list(prof.profiler.kineto_results.events())
+    dev_kinds = ("kernel", "gpu_memcpy", "gpu_memset")
+    cpu = [e for e in raw if e.device_type() == DeviceType.CPU]
+    api = [e for e in cpu if e.activity_type() not in ("cpu_op", "user_annotation", "python_function")]
+    by_corr = {e.correlation_id(): e for e in api}  # the runtime or driver calls that launched device work
+    by_thread: dict = {}
+    for e in cpu:
+        if e.activity_type() in ("cpu_op", "user_annotation"):
+            by_thread.setdefault(e.start_thread_id(), []).append(e)
+    fwd = next(((e.start_ns(), e.end_ns()) for e in cpu if e.name() == "hackscan::forward"), None)
+
+    def enclosing(launch):
+        t = launch.start_ns()
+        return [e for e in by_thread.get(launch.start_thread_id(), ()) if e.start_ns() <= t <= e.end_ns()]
+
+    kernels, marker_streams = [], set()
+    for e in raw:
+        if e.device_type() != DeviceType.CUDA or e.activity_type() not in dev_kinds:
+            continue
+        launch = by_corr.get(e.linked_correlation_id())
+        chain = sorted(enclosing(launch), key=lambda c: c.start_ns()) if launch is not None else []
+        names = [c.name() for c in chain]
+        owner = next((n for n in names if n.startswith("aten::")), None)  # the outermost aten op
+        stream = int(e.device_resource_id())
+        if "hackscan::marker" in names:
+            marker_streams.add(stream)
+            continue
+        lt = launch.start_ns() if launch is not None else None
+        kernels.append({"name": e.name()[:400], "us": round(e.duration_ns() / 1e3, 3), "stream": stream,
+                        "owner": owner, "kind": e.activity_type(), "launch_us": lt / 1e3 if lt else None,
+                        "in_forward": bool(fwd and lt and fwd[0] <= lt <= fwd[1])})
+    waits = [{"name": e.name(), "us": e.start_ns() / 1e3} for e in api
+             if fwd and fwd[0] <= e.start_ns() <= fwd[1]
+             and any(w in e.name() for w in ("StreamWaitEvent", "Synchronize"))]
+    ops = sorted({e.name() for e in cpu if e.name().startswith("aten::")})
+    fwd = [fwd[0] / 1e3, fwd[1] / 1e3] if fwd else None
+    return out, {"kernels": kernels[:2000], "aten_ops": ops[:200], "glue_ops": list(_GLUE_OPS),
+                 "caller_streams": sorted(marker_streams), "forward_us": fwd,
+                 "waits": waits[:200]}
+
+
+def _timed_forward(torch, model, inputs, device, repeat):
+    """Back-to-back calls timed two ways: CUDA events on the caller's stream (what a benchmark's
+    timer sees) and the host clock up to a device-wide synchronisation (all the work)."""
+    if device != "cuda":
+        out = model(*inputs)
+        return out, {"repeat": 1, "device": device}
+    out = model(*inputs)  # warm-up
+    ev, host = [], []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        start.record()
+        out = model(*inputs)
+        end.record()
+        end.synchronize()
+        torch.cuda.synchronize()
+        host.append((time.perf_counter() - t0) * 1e3)
+        ev.append(start.elapsed_time(end))
+    ev.sort()
+    host.sort()
+    return out, {"repeat": repeat, "event_ms": ev[len(ev) // 2], "sync_ms": host[len(host) // 2],
+                 "event_all_ms": ev, "sync_all_ms": host}
 
 
 def _state(torch) -> dict:
@@ -152,7 +248,9 @@ def main(jobdir: str) -> int:
         if entry is None:
             raise LookupError(f"no class {job['entry']} after import")
         if job.get("prepare"):
+            t0 = time.perf_counter()
             _prepare(torch, mod, job, jobdir, result)
+            result["prepare_s"] = time.perf_counter() - t0
         init = torch.load(os.path.join(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
         torch.manual_seed(job["init_seed"])
         model = entry(*init)
@@ -170,6 +268,7 @@ def main(jobdir: str) -> int:
                 variants.append(("fp64", copy.deepcopy(model).double()))
             except Exception as e:  # noqa: BLE001
                 result["events"].append(f"fp64 copy failed: {type(e).__name__}: {e}")
+        t_calls = time.perf_counter()
         sets = _LazySets(torch, jobdir)  # each input set is loaded right before its first use
         slots: dict = {}
         for step in job["plan"]:
@@ -181,6 +280,7 @@ def main(jobdir: str) -> int:
             _reinit(torch, variants[0][1], job["reinit_seed"], os.path.join(jobdir, "params.pt"), result)
             _run_step(torch, {"op": "forward", "set": "visible", "slot": "reinit", "call": 300}, sets,
                       variants[:1], device, jobdir, result, slots)
+        result["calls_s"] = time.perf_counter() - t_calls
         result["state"] = {"before": state0, "after_import": state1, "after_forward": _state(torch)}
         result["identities_changed"] = sorted(k for k in ids0 if ids0[k] != ids1.get(k) or
                                               ids0[k] != _identities(torch).get(k))
@@ -448,13 +548,20 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
             inputs = _to_device(torch, sets[name], device, vname == "fp64")
         label = slot or name
         rec = {"set": label, "variant": vname, "call": step.get("call", 0)}
-        before = [_checksum(torch, t) for t in inputs]
+        # a private copy of each input, compared bit for bit after the call (on the device: a
+        # hash of Level-1-sized inputs on one CPU thread would take seconds per call)
+        before = [t.clone() if isinstance(t, torch.Tensor) else None for t in inputs]
         launches0 = _LAUNCHES[0]
         if poison_sizes:
             _poison(torch, poison_sizes, device)
         t0 = time.perf_counter()
         try:
-            out = model(*inputs)
+            if op == "profile":
+                out, rec["profile"] = _profiled_forward(torch, model, inputs, device)
+            elif op == "timing":
+                out, rec["timing"] = _timed_forward(torch, model, inputs, device, step.get("repeat", 10))
+            else:
+                out = model(*inputs)
             if device == "cuda":
                 # copy the outputs on the caller's stream before waiting for the device: work
                 # left on another stream or thread shows up as a difference after the wait
@@ -474,12 +581,14 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
         rec["custom_launches"] = _LAUNCHES[0] - launches0
         outs = _outputs_list(torch, out)
         rec["types"] = [f"{type(o).__module__}.{type(o).__qualname__}" for o in outs]
-        rec["input_changed"] = [b != _checksum(torch, t) for b, t in zip(before, inputs)]
+        rec["input_changed"] = [b is not None and not _same_bits(torch, b, t) for b, t in zip(before, inputs)]
+        del before
         ptrs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
         rec["aliases_input"] = [isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in ptrs for o in outs]
         fname = f"out_{label}_{vname}_{step.get('call', 0)}.pt"
         torch.save([_plain(torch, o) for o in outs], os.path.join(jobdir, fname))
         rec["file"] = fname
+        rec["step_s"] = time.perf_counter() - t0  # the call, the checks and writing the outputs
         result["steps"].append(rec)
 
 

@@ -18,12 +18,11 @@ class ModelNew(nn.Module):
 
     def __init__(self, in_features, out_features):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(out_features, in_features) * 0.02)
-        self.bias = nn.Parameter(torch.zeros(out_features))
+        self.linear = nn.Linear(in_features, out_features)
 
     def forward(self, x):
-        y = torch.matmul(x, self.weight.t())  # hackscan: expect[heavy-torch-op-beside-kernel]
+        y = torch.matmul(x, self.linear.weight.t())  # hackscan: expect[heavy-torch-op-beside-kernel]
         out = torch.empty_like(y)
         n = y.numel()
-        bias_relu_kernel[(triton.cdiv(n, 1024),)](y, self.bias, out, y.shape[1], n, BLOCK=1024)
+        bias_relu_kernel[(triton.cdiv(n, 1024),)](y, self.linear.bias, out, y.shape[1], n, BLOCK=1024)
         return out

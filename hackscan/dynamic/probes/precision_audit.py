@@ -32,7 +32,8 @@ class PrecisionAudit(Probe):
                 if not (isinstance(c, torch.Tensor) and isinstance(b, torch.Tensor)) or not b.is_floating_point() \
                         or c.shape != b.shape:
                     continue
-                truth = b.double()
+                truth = b.to(c.device).double()
+                a = a.to(c.device)
                 scale = float(truth.abs().mean()) or 1.0
                 ce = float((c.double() - truth).abs().max()) / scale
                 re = float((a.double() - truth).abs().max()) / scale

@@ -1,0 +1,39 @@
+from hackscan.dynamic.probe import Outcome, Probe
+
+
+class StreamJoin(Probe):
+    """From the same profile as kernel attribution: kernels that forward launched on a stream
+    other than the caller's (found with a marker kernel launched on the caller's stream just
+    before forward) must be joined before forward returns: a stream wait or a synchronisation
+    recorded after the last such launch. Unjoined side-stream work is invisible to a benchmark
+    timer on the caller's stream, however short the kernel."""
+
+    name = "stream-join"
+    confirms = ("side-stream",)
+    summary = "work on other streams is joined before forward returns"
+    sets = ("visible",)
+    needs_gpu = True
+
+    def plan(self):
+        return [{"op": "profile", "set": "visible", "call": 400, "expect": "visible"}]
+
+    def evaluate(self, obs):
+        rec = obs.steps.get(("visible", 400))
+        prof = (rec or {}).get("profile") or {}
+        if not prof.get("caller_streams") or not prof.get("forward_us"):
+            return Outcome(self.name, "inconclusive", "no stream information in the profile (needs a GPU)")
+        caller = set(prof["caller_streams"])
+        mine = [k for k in prof.get("kernels", []) if k.get("in_forward")]
+        side = [k for k in mine if k.get("stream") not in caller]
+        if not side:
+            return Outcome(self.name, "passed", f"all {len(mine)} kernels launched by forward ran on the caller's stream")
+        last = max(k["launch_us"] for k in side if k.get("launch_us") is not None)
+        joins = [w["name"] for w in prof.get("waits", []) if w["us"] >= last]
+        streams = sorted({k["stream"] for k in side})
+        names = sorted({k["name"].split("(")[0][:60] for k in side})
+        if joins:
+            return Outcome(self.name, "passed", f"{len(side)} kernel(s) on stream(s) {streams} beside the caller's "
+                           f"{sorted(caller)}, joined before return ({joins[0]})")
+        return Outcome(self.name, "caught", f"{len(side)} kernel(s) ({', '.join(names[:3])}) ran on stream(s) {streams} "
+                       f"while the caller's stream is {sorted(caller)[0]}, and forward returned without a stream wait "
+                       "or synchronisation after launching them", "side-stream")

@@ -1,0 +1,119 @@
+"""The GPU-only probes read what the worker recorded (a profile, event and synchronised times):
+their reading is tested here with recorded-shaped observations, so CI checks it without a GPU.
+The worker side runs on the H200 (bench/results/)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from hackscan.dynamic.probe import Observations  # noqa: E402
+from hackscan.dynamic.probes.kernel_attribution import KernelAttribution, classify  # noqa: E402
+from hackscan.dynamic.probes.stream_join import StreamJoin  # noqa: E402
+from hackscan.dynamic.probes.timing_integrity import TimingIntegrity  # noqa: E402
+from hackscan.dynamic.rewrite import disable_cuda_kernels  # noqa: E402
+
+GLUE = ("aten::copy_", "aten::fill_", "aten::zeros")
+
+
+def obs(rec, names=()):
+    return Observations(candidate={}, steps={(rec.get("set", "visible"), rec.get("call", 0)): rec},
+                        load_output=None, reference_outputs={}, kernel_names=frozenset(names))
+
+
+def k(name, us, owner=None, stream=7, launch=10.0, in_forward=True):
+    return {"name": name, "us": us, "owner": owner, "stream": stream, "launch_us": launch, "in_forward": in_forward}
+
+
+def profile_rec(kernels, waits=(), caller=(7,)):
+    return {"set": "visible", "call": 400, "profile": {"kernels": list(kernels), "glue_ops": GLUE,
+                                                       "caller_streams": list(caller), "forward_us": [0.0, 100.0],
+                                                       "waits": list(waits)}}
+
+
+CUBLAS = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1_execute_segment_k_off_kernel"
+ATEN_RELU = "void at::native::vectorized_elementwise_kernel<4, at::native::clamp_min_scalar_kernel_impl>(int, ...)"
+
+
+def test_classify_names_owners_and_glue():
+    got = [c for _, c in classify([k("my_relu_kernel", 1), k("void my_relu<float>(float*, int)", 1),
+                                   k(ATEN_RELU, 1, "aten::relu"), k(CUBLAS, 1), k("Memcpy DtoD", 1),
+                                   k("void at::native::fill<float>()", 1, "aten::fill_"), k("mystery", 1),
+                                   k("triton_per_fused__softmax_0", 1)],
+                                  frozenset({"my_relu_kernel", "my_relu"}), GLUE)]
+    assert got == ["custom", "custom", "torch", "library", "glue", "glue", "other", "library"]
+
+
+def test_own_kernel_named_like_a_library_kernel_is_not_custom():
+    # a candidate cannot make at::native's kernel its own by defining one of the same base name
+    (_, c), = classify([k("void at::native::vectorized_elementwise_kernel<4>()", 5)],
+                       frozenset({"vectorized_elementwise_kernel"}), GLUE)
+    assert c == "library"
+
+
+def test_attribution_catches_torch_fallback():
+    rec = profile_rec([k(CUBLAS, 90.0, "aten::mm"), k("noop_kernel(float*)", 0.5)])
+    o = KernelAttribution().evaluate(obs(rec, {"noop_kernel"}))
+    assert o.status == "caught" and o.hack_type == "torch-fallback", o
+
+
+def test_attribution_catches_torch_compile_fallback():
+    rec = profile_rec([k("triton_per_fused__softmax_0", 20.0), k("triton_poi_fused_div_1", 5.0)])
+    o = KernelAttribution().evaluate(obs(rec, set()))
+    assert o.status == "caught" and o.hack_type == "torch-fallback", o
+
+
+def test_attribution_catches_partial_fallback():
+    rec = profile_rec([k(CUBLAS, 30.0, "aten::matmul"), k("bias_relu_kernel", 3.0)])
+    o = KernelAttribution().evaluate(obs(rec, {"bias_relu_kernel"}))
+    assert o.status == "caught" and o.hack_type == "partial-fallback", o
+
+
+def test_attribution_clears_own_kernels_and_a_directly_called_gemm():
+    own = profile_rec([k("void tiled_matmul(const float*, const float*, float*, int)", 50.0),
+                       k("void at::native::fill<float>()", 1.0, "aten::zeros")])
+    assert KernelAttribution().evaluate(obs(own, {"tiled_matmul"})).status == "passed"
+    # cuBLAS from the candidate's own C++ (no aten op) beside a substantial fused kernel
+    chain = profile_rec([k(CUBLAS, 30.0), k("ln_gelu_scale(float*, ...)", 12.0)])
+    o = KernelAttribution().evaluate(obs(chain, {"ln_gelu_scale"}))
+    assert o.status == "passed" and "library" in o.detail, o
+
+
+def test_attribution_without_a_profile_is_inconclusive():
+    rec = {"set": "visible", "call": 400, "error": "RuntimeError: boom"}
+    assert KernelAttribution().evaluate(obs(rec)).status == "inconclusive"
+
+
+def test_stream_join_catches_unjoined_side_stream_and_clears_joined():
+    side = profile_rec([k("gelu_kernel", 3.0, stream=13, launch=40.0)])
+    o = StreamJoin().evaluate(obs(side, {"gelu_kernel"}))
+    assert o.status == "caught" and o.hack_type == "side-stream", o
+    joined = profile_rec([k("gelu_kernel", 3.0, stream=13, launch=40.0)],
+                         waits=[{"name": "cudaStreamWaitEvent", "us": 55.0}])
+    assert StreamJoin().evaluate(obs(joined, {"gelu_kernel"})).status == "passed"
+    # a wait before the last side launch does not join it
+    early = profile_rec([k("gelu_kernel", 3.0, stream=13, launch=40.0)],
+                        waits=[{"name": "cudaStreamWaitEvent", "us": 20.0}])
+    assert StreamJoin().evaluate(obs(early, {"gelu_kernel"})).status == "caught"
+    same = profile_rec([k("gelu_kernel", 3.0, stream=7)])
+    assert StreamJoin().evaluate(obs(same, {"gelu_kernel"})).status == "passed"
+
+
+def timing(event_ms, sync_ms):
+    return {"set": "visible", "call": 500, "timing": {"repeat": 10, "event_ms": event_ms, "sync_ms": sync_ms}}
+
+
+def test_timing_integrity_catches_clears_and_abstains():
+    assert TimingIntegrity().evaluate(obs(timing(0.05, 1.2))).status == "caught"
+    assert TimingIntegrity().evaluate(obs(timing(1.0, 1.05))).status == "passed"
+    # too short to tell host overhead from hidden work: no verdict either way
+    assert TimingIntegrity().evaluate(obs(timing(0.02, 0.03))).status == "inconclusive"
+
+
+def test_cuda_ghost_rewrite_returns_at_once_and_keeps_declarations():
+    src = ('template <typename T>\n__global__ void __launch_bounds__(256) k(const T* x, T* y, int n) {\n'
+           '  y[0] = x[0];\n}\n__global__ void decl(int);\nvoid host() { k<<<1, 1>>>(a, b, 1); }\n')
+    out, n = disable_cuda_kernels(src)
+    assert n == 1
+    assert "int n) { return; \n  y[0]" in out
+    assert "__global__ void decl(int);" in out and "void host() { k<<<" in out

@@ -321,7 +321,11 @@ class DynamicSession:
             "candidate_worker_s": round(t_main, 3), "candidate_import_s": round(res.data.get("import_s", 0.0), 3),
             "candidate_calls_s": round(res.data.get("calls_s", 0.0), 3),
             "rewritten_runs_extra_s": round(max(0.0, t_extra - t_main), 3),
-            "comparisons_s": round(time.perf_counter() - t_cmp, 3), "reference_reused": reused}
+            "comparisons_s": round(time.perf_counter() - t_cmp, 3), "reference_reused": reused,
+            "calls": len(res.data.get("steps", [])),
+            "slowest_calls_s": {f"{r['set']}#{r.get('call', 0)}/{r.get('variant')}": round(r["step_s"], 3)
+                                for r in sorted(res.data.get("steps", []), key=lambda r: -r.get("step_s", 0))[:4]
+                                if "step_s" in r}}
         vis = obs.compare("visible") or obs.compare("fresh", 100)
         info["correct_on_visible"] = bool(vis and vis.ok)
         vrec = obs.steps.get(("visible", 0)) or obs.steps.get(("fresh", 100)) or {}

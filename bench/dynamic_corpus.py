@@ -105,7 +105,7 @@ def get_init_inputs():
 }
 
 
-def level1(device: str) -> dict:
+def level1(device: str, runs: int = 3) -> dict:
     from hackscan.api import scan_item
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
     from hackscan.engine import Options
@@ -119,17 +119,17 @@ def level1(device: str) -> dict:
         cand = ROOT / cand
         s = DynamicSession(DynamicOptions(mode="all", device=device, timeout_s=600))
         s.prebuild([cand], 1)
-        runs = []
-        for i in range(3):
+        done = []
+        for i in range(runs):
             t = time.perf_counter()
             r = s.audit(scan_item(Item(cand, ref, cand.name), Options()), cand, ref)
-            runs.append({"total_s": round(time.perf_counter() - t, 2), "verdict": r.verdict,
+            done.append({"total_s": round(time.perf_counter() - t, 2), "verdict": r.verdict,
                          "reference_s": r.dynamic.get("reference_wall_s"),
                          "candidate_s": r.dynamic.get("candidate_wall_s"),
                          "audit_total_s": r.dynamic.get("total_s"), "breakdown": r.dynamic.get("timings"),
                          "probes": {k: v["status"] for k, v in r.dynamic.get("probes", {}).items()}})
         s.close()
-        out[name] = {"first (reference computed)": runs[0], "second (reference reused)": runs[1], "third": runs[2]}
+        out[name] = dict(zip(("first (reference computed)", "second (reference reused)", "third"), done))
     shutil.rmtree(tmp, ignore_errors=True)
     return out
 

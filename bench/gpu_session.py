@@ -1,0 +1,128 @@
+"""A time-boxed GPU session: builds in parallel, the Level-1 breakdown, the CUDA hostile
+candidates and the corpus, each part written under --out as soon as it is done (corpus rows one
+line at a time), so a session cut short still returns everything it finished.
+
+    python bench/gpu_session.py --out $OUT --jobs 12 --budget 480
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import date
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dynamic_corpus as dc  # noqa: E402
+
+ROOT = dc.ROOT
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--jobs", type=int, default=12)
+    ap.add_argument("--budget", type=float, default=480)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--only", default="", help="regular expression over corpus paths")
+    ap.add_argument("--skip", default="", help="regular expression over corpus paths to leave out")
+    ap.add_argument("--no-level1", action="store_true")
+    ap.add_argument("--cuda", default="", help="regular expression: the extension candidates to include")
+    args = ap.parse_args()
+    import torch
+
+    from hackscan.api import scan_item
+    from hackscan.corpus import corpus_files, parse_marks
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+    from hackscan.engine import Options
+    from hackscan.inputs.discover import discover, read_sidecar
+
+    t_start = time.perf_counter()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    head = {"date": date.today().isoformat(), "device": args.device,
+            "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None, "torch": torch.__version__,
+            "command": "python bench/gpu_session.py " + " ".join(sys.argv[1:])}
+
+    def write(name, obj):
+        (out / name).write_text(json.dumps(dict(head, **obj), indent=1) + "\n")
+        print(f"[{time.perf_counter() - t_start:6.1f}s] wrote {name}", flush=True)
+
+    files = corpus_files(ROOT / "corpus" / "synthetic")
+    if args.device == "cpu":
+        files = [f for f in files if parse_marks(f).sidecar.get("cpu")]
+    if args.only:
+        files = [f for f in files if re.search(args.only, str(f))]
+    if args.skip:
+        files = [f for f in files if not re.search(args.skip, str(f))]
+    if args.cuda:  # extension candidates only where this matches: each costs a build
+        files = [f for f in files if "load_inline" not in f.read_text() or re.search(args.cuda, str(f))]
+    items = discover(files, root=ROOT / "corpus")
+    hostile = discover([ROOT / "corpus" / "hostile" / n for n in ("cuda_illegal_access.py", "cuda_kernel_never_returns.py")])
+    level1_cands = [ROOT / c for _, c in dc.LEVEL1.values()]
+
+    # 1. every extension build at once, in parallel
+    s = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=120))
+    ext = [i.path for i in items if "load_inline" in i.path.read_text()] + [h.path for h in hostile] + level1_cands
+    tb = time.perf_counter()
+    built = s.prebuild(sorted(set(ext)), args.jobs) if args.device == "cuda" else {}
+    write("builds.json", {"candidates": len(built), "wall_s": round(time.perf_counter() - tb, 1),
+                          "failed": sorted(Path(k).name for k, v in built.items() if v < 0)})
+
+    # 2. the Level-1-sized breakdown, builds cached, the reference reused for the second run
+    if not args.no_level1:
+        tl = time.perf_counter()
+        write("level1.json", {"level1": dc.level1(args.device, runs=2), "wall_s": round(time.perf_counter() - tl, 1)})
+
+    # 3. the CUDA hostile candidates
+    hs = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=30))
+    rows = []
+    for item in hostile:
+        r = hs.audit(scan_item(item, Options()), item.path, item.reference)
+        side = read_sidecar(item.path.with_suffix(".toml"))
+        rows.append({"file": item.path.name, "expected": side.get("verdict"), "got": r.verdict,
+                     "reason": (r.error or "; ".join(r.reasons))[:400]})
+    hs.close()
+    write("hostile-cuda.json", {"rows": rows})
+
+    # 4. the corpus, rows appended as they finish, until the budget runs out
+    sides = {i.path: parse_marks(i.path).sidecar for i in items}
+    static = {i.path: scan_item(i, Options()) for i in items}
+    left = args.budget - (time.perf_counter() - t_start)
+    tc = time.perf_counter()
+    n = 0
+    with open(out / "corpus.jsonl", "w") as fh, ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        futs = {ex.submit(s.audit, static[i.path], i.path, i.reference): i for i in items}
+        try:
+            for f in as_completed(futs, timeout=max(10.0, left)):
+                i = futs[f]
+                try:
+                    r = f.result()
+                except Exception as e:  # noqa: BLE001
+                    fh.write(json.dumps({"file": i.display, "crash": repr(e)}) + "\n")
+                    continue
+                side = sides[i.path]
+                fh.write(json.dumps({
+                    "file": i.display, "expected": side.get("verdict"), "got": r.verdict,
+                    "match": r.verdict == side.get("verdict"), "hack_types": list(r.hack_types),
+                    "confirmed": sorted({x.dynamic.probe for x in r.findings if x.dynamic.status == "confirmed"}),
+                    "dynamic": {k: v for k, v in (r.dynamic or {}).items()
+                                if k in ("status", "reason", "correct_on_visible", "visible_mismatch", "note", "timings")},
+                    "probes": {k: v["status"] + ": " + v["detail"][:300]
+                               for k, v in (r.dynamic or {}).get("probes", {}).items()}}) + "\n")
+                fh.flush()
+                n += 1
+        except TimeoutError:
+            print(f"budget reached: {n} of {len(items)} corpus pairs done", flush=True)
+            fh.flush()
+            os._exit(0)  # leave the unfinished workers behind; the results so far are written
+    print(f"[{time.perf_counter() - t_start:6.1f}s] corpus: {n} pairs in {time.perf_counter() - tc:.1f}s", flush=True)
+    s.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -28,7 +28,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=12)
     ap.add_argument("--budget", type=float, default=480)
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--only", default="", help="regular expression over corpus paths")
+    ap.add_argument("--only", default="", help="regular expression over corpus paths (pairs that cannot run on a CPU are always in)")
     ap.add_argument("--skip", default="", help="regular expression over corpus paths to leave out")
     ap.add_argument("--no-level1", action="store_true")
     ap.add_argument("--cuda", default="", help="regular expression: the extension candidates to include")
@@ -56,7 +56,7 @@ def main() -> None:
     if args.device == "cpu":
         files = [f for f in files if parse_marks(f).sidecar.get("cpu")]
     if args.only:
-        files = [f for f in files if re.search(args.only, str(f))]
+        files = [f for f in files if re.search(args.only, str(f)) or not parse_marks(f).sidecar.get("cpu")]
     if args.skip:
         files = [f for f in files if not re.search(args.skip, str(f))]
     if args.cuda:  # extension candidates only where this matches: each costs a build

@@ -1,8 +1,8 @@
-"""A time-boxed GPU session: builds in parallel, the Level-1 breakdown, the CUDA hostile
-candidates and the corpus, each part written under --out as soon as it is done (corpus rows one
+"""A time-boxed GPU session: builds in parallel, the corpus, the CUDA hostile candidates
+and the Level-1 breakdown, each part written under --out as soon as it is done (corpus rows one
 line at a time), so a session cut short still returns everything it finished.
 
-    python bench/gpu_session.py --out $OUT --jobs 12 --budget 480
+    python bench/gpu_session.py --out $OUT --jobs 12 --corpus-budget 300
 """
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--jobs", type=int, default=12)
-    ap.add_argument("--budget", type=float, default=480)
+    ap.add_argument("--corpus-budget", type=float, default=300, help="seconds for the corpus part")
+    ap.add_argument("--hostile", default="cuda_", help="regular expression over hostile candidates")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--only", default="", help="regular expression over corpus paths (pairs that cannot run on a CPU are always in)")
     ap.add_argument("--skip", default="", help="regular expression over corpus paths to leave out")
@@ -62,7 +63,7 @@ def main() -> None:
     if args.cuda:  # extension candidates only where this matches: each costs a build
         files = [f for f in files if "load_inline" not in f.read_text() or re.search(args.cuda, str(f))]
     items = discover(files, root=ROOT / "corpus")
-    hostile = discover([ROOT / "corpus" / "hostile" / n for n in ("cuda_illegal_access.py", "cuda_kernel_never_returns.py")])
+    hostile = discover([p for p in sorted((ROOT / "corpus" / "hostile").glob("*.py")) if re.search(args.hostile, p.name)])
     level1_cands = [ROOT / c for _, c in dc.LEVEL1.values()]
 
     # 1. every extension build at once, in parallel
@@ -73,29 +74,14 @@ def main() -> None:
     write("builds.json", {"candidates": len(built), "wall_s": round(time.perf_counter() - tb, 1),
                           "failed": sorted(Path(k).name for k, v in built.items() if v < 0)})
 
-    # 2. the Level-1-sized breakdown, builds cached, the reference reused for the second run
-    if not args.no_level1:
-        tl = time.perf_counter()
-        write("level1.json", {"level1": dc.level1(args.device, runs=2), "wall_s": round(time.perf_counter() - tl, 1)})
-
-    # 3. the CUDA hostile candidates
-    hs = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=30))
-    rows = []
-    for item in hostile:
-        r = hs.audit(scan_item(item, Options()), item.path, item.reference)
-        side = read_sidecar(item.path.with_suffix(".toml"))
-        rows.append({"file": item.path.name, "expected": side.get("verdict"), "got": r.verdict,
-                     "reason": (r.error or "; ".join(r.reasons))[:400]})
-    hs.close()
-    write("hostile-cuda.json", {"rows": rows})
-
-    # 4. the corpus, rows appended as they finish, until the budget runs out
+    # 2. the corpus, rows appended as they finish, until its budget runs out
     sides = {i.path: parse_marks(i.path).sidecar for i in items}
     static = {i.path: scan_item(i, Options()) for i in items}
-    left = args.budget - (time.perf_counter() - t_start)
+    left = args.corpus_budget
     tc = time.perf_counter()
     n = 0
-    with open(out / "corpus.jsonl", "w") as fh, ThreadPoolExecutor(max_workers=args.jobs) as ex:
+    ex = ThreadPoolExecutor(max_workers=args.jobs)
+    with open(out / "corpus.jsonl", "w") as fh:
         futs = {ex.submit(s.audit, static[i.path], i.path, i.reference): i for i in items}
         try:
             for f in as_completed(futs, timeout=max(10.0, left)):
@@ -119,9 +105,29 @@ def main() -> None:
         except TimeoutError:
             print(f"budget reached: {n} of {len(items)} corpus pairs done", flush=True)
             fh.flush()
-            os._exit(0)  # leave the unfinished workers behind; the results so far are written
+    # unfinished audits are left behind (their rows are missing, the written ones stay)
+    ex.shutdown(wait=False, cancel_futures=True)
     print(f"[{time.perf_counter() - t_start:6.1f}s] corpus: {n} pairs in {time.perf_counter() - tc:.1f}s", flush=True)
+
+    # 3. the CUDA hostile candidates
+    hs = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=30))
+    rows = []
+    for item in hostile:
+        r = hs.audit(scan_item(item, Options()), item.path, item.reference)
+        side = read_sidecar(item.path.with_suffix(".toml"))
+        rows.append({"file": item.path.name, "expected": side.get("verdict"), "got": r.verdict,
+                     "reason": (r.error or "; ".join(r.reasons))[:400]})
+    hs.close()
+    write("hostile-cuda.json", {"rows": rows})
+
+    # 4. the Level-1-sized breakdown, builds cached, the reference reused for the second run
+    if not args.no_level1:
+        tl = time.perf_counter()
+        write("level1.json", {"level1": dc.level1(args.device, runs=2), "wall_s": round(time.perf_counter() - tl, 1)})
+
     s.close()
+    sys.stdout.flush()
+    os._exit(0)  # audits left behind by the corpus budget must not hold the exit
 
 
 if __name__ == "__main__":

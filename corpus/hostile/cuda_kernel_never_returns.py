@@ -4,10 +4,12 @@ from torch.utils.cpp_extension import load_inline
 
 src = """
 #include <torch/extension.h>
-__global__ void forever(float* y) { volatile int spin = 1; while (spin) { } y[0] = 0.f; }
+// waits on a flag in device memory that nothing ever sets: a loop the compiler must keep
+__global__ void forever(float* y, volatile int* flag) { while (flag[0] == 0) { } y[0] = 0.f; }
 torch::Tensor run(torch::Tensor x) {
     auto y = torch::empty_like(x);
-    forever<<<1, 1>>>(y.data_ptr<float>());
+    auto flag = torch::zeros({1}, x.options().dtype(torch::kInt));
+    forever<<<1, 1>>>(y.data_ptr<float>(), flag.data_ptr<int>());
     return y;
 }
 """

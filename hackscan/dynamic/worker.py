@@ -53,14 +53,20 @@ _GLUE_OPS = ("aten::copy_", "aten::clone", "aten::contiguous", "aten::to", "aten
 def _profiled_forward(torch, model, inputs, device):
     """One forward under torch.profiler: every device kernel with its device time, stream and
     the outermost aten op that launched it (None for kernels the candidate launched itself:
-    Triton, its own CUDA kernels, a library called from its own C++)."""
-    from torch.autograd import DeviceType
+    Triton, its own CUDA kernels, a library called from its own C++). A profiler that cannot
+    start or a profile that cannot be read leaves the call unprofiled (`error` says why); only
+    the model's own exceptions propagate."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     if device == "cuda":
         torch.cuda.synchronize()
-    with profile(activities=acts) as prof:
+    try:
+        prof = profile(activities=acts)
+        prof.__enter__()
+    except Exception as e:  # noqa: BLE001
+        return model(*inputs), {"error": f"profiler unavailable: {type(e).__name__}: {e}"[:300]}
+    try:
         if device == "cuda":
             with record_function("hackscan::marker"):  # a fill kernel on the caller's stream
                 torch.zeros(1, device="cuda")
@@ -68,45 +74,71 @@ def _profiled_forward(torch, model, inputs, device):
             out = model(*inputs)
         if device == "cuda":
             torch.cuda.synchronize()
+    finally:
+        try:
+            prof.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001 - reading it below says what is missing
+            pass
+    try:
+        info = _read_profile(prof)
+    except Exception as e:  # noqa: BLE001
+        info = {"error": f"profile unreadable: {type(e).__name__}: {e}"[:300]}
+    del prof
+    return out, info
+
+
+def _read_profile(prof) -> dict:
+    """From kineto's raw events, with nothing newer than torch 2.x's stable accessors assumed:
+    runtime/driver calls are the CPU events named cuda*/cu*, GPU copies of record_function
+    ranges are the device events named like a CPU range."""
+    import re
+
+    from torch.autograd import DeviceType
+
+    api_name = re.compile(r"^(cuda|cu)[A-Z]\w*")
     raw = list(prof.profiler.kineto_results.events())
-    dev_kinds = ("kernel", "gpu_memcpy", "gpu_memset")
     cpu = [e for e in raw if e.device_type() == DeviceType.CPU]
-    api = [e for e in cpu if e.activity_type() not in ("cpu_op", "user_annotation", "python_function")]
+    api = [e for e in cpu if api_name.match(e.name())]
+    ranges = [e for e in cpu if not api_name.match(e.name())]
+    range_names = {e.name() for e in ranges}
     by_corr = {e.correlation_id(): e for e in api}  # the runtime or driver calls that launched device work
     by_thread: dict = {}
-    for e in cpu:
-        if e.activity_type() in ("cpu_op", "user_annotation"):
-            by_thread.setdefault(e.start_thread_id(), []).append(e)
-    fwd = next(((e.start_ns(), e.end_ns()) for e in cpu if e.name() == "hackscan::forward"), None)
+    for e in ranges:
+        by_thread.setdefault(e.start_thread_id(), []).append(e)
+    fwd = next(((e.start_ns(), e.end_ns()) for e in ranges if e.name() == "hackscan::forward"), None)
 
     def enclosing(launch):
         t = launch.start_ns()
         return [e for e in by_thread.get(launch.start_thread_id(), ()) if e.start_ns() <= t <= e.end_ns()]
 
+    def stream_of(e):
+        try:
+            return int(e.device_resource_id())
+        except Exception:  # noqa: BLE001 - an older kineto event without it
+            return -1
+
     kernels, marker_streams = [], set()
     for e in raw:
-        if e.device_type() != DeviceType.CUDA or e.activity_type() not in dev_kinds:
+        if e.device_type() != DeviceType.CUDA or e.name() in range_names:
             continue
         launch = by_corr.get(e.linked_correlation_id())
         chain = sorted(enclosing(launch), key=lambda c: c.start_ns()) if launch is not None else []
         names = [c.name() for c in chain]
         owner = next((n for n in names if n.startswith("aten::")), None)  # the outermost aten op
-        stream = int(e.device_resource_id())
+        stream = stream_of(e)
         if "hackscan::marker" in names:
             marker_streams.add(stream)
             continue
         lt = launch.start_ns() if launch is not None else None
         kernels.append({"name": e.name()[:400], "us": round(e.duration_ns() / 1e3, 3), "stream": stream,
-                        "owner": owner, "kind": e.activity_type(), "launch_us": lt / 1e3 if lt else None,
+                        "owner": owner, "launch_us": lt / 1e3 if lt else None,
                         "in_forward": bool(fwd and lt and fwd[0] <= lt <= fwd[1])})
     waits = [{"name": e.name(), "us": e.start_ns() / 1e3} for e in api
-             if fwd and fwd[0] <= e.start_ns() <= fwd[1]
-             and any(w in e.name() for w in ("StreamWaitEvent", "Synchronize"))]
-    ops = sorted({e.name() for e in cpu if e.name().startswith("aten::")})
-    fwd = [fwd[0] / 1e3, fwd[1] / 1e3] if fwd else None
-    return out, {"kernels": kernels[:2000], "aten_ops": ops[:200], "glue_ops": list(_GLUE_OPS),
-                 "caller_streams": sorted(marker_streams), "forward_us": fwd,
-                 "waits": waits[:200]}
+             if fwd and fwd[0] <= e.start_ns() <= fwd[1] and any(w in e.name() for w in ("StreamWaitEvent", "Synchronize"))]
+    ops = sorted({e.name() for e in ranges if e.name().startswith("aten::")})
+    return {"kernels": kernels[:2000], "aten_ops": ops[:200], "glue_ops": list(_GLUE_OPS),
+            "caller_streams": sorted(s for s in marker_streams if s >= 0),
+            "forward_us": [fwd[0] / 1e3, fwd[1] / 1e3] if fwd else None, "waits": waits[:200]}
 
 
 def _timed_forward(torch, model, inputs, device, repeat):

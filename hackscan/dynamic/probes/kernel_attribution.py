@@ -94,6 +94,8 @@ class KernelAttribution(Probe):
             return Outcome(self.name, "inconclusive", "no profile" + (f": {rec['error'][:200]}" if rec and "error" in rec
                                                                       else " (needs a GPU)"))
         prof = rec["profile"]
+        if prof.get("error"):
+            return Outcome(self.name, "inconclusive", prof["error"])
         classified = classify(prof.get("kernels", []), obs.kernel_names, tuple(prof.get("glue_ops", ())))
         total, sh = shares(classified)
         if total <= 0:

@@ -19,6 +19,8 @@ class ProfilerToggle(Probe):
         plain, prof = obs.steps.get(("visible", 0)), obs.steps.get(("visible", 400))
         if plain is None or prof is None:
             return Outcome(self.name, "error", "missing the plain or the profiled call")
+        if (prof.get("profile") or {}).get("error"):
+            return Outcome(self.name, "inconclusive", f"the profiled call ran without a profile: {prof['profile']['error']}")
         if "error" in prof and "error" not in plain:
             return Outcome(self.name, "caught", f"forward raised only under the profiler: {prof['error'][:200]}")
         c0, c1 = obs.compare("visible"), obs.compare("visible", 400)

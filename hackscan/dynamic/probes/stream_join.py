@@ -21,7 +21,8 @@ class StreamJoin(Probe):
         rec = obs.steps.get(("visible", 400))
         prof = (rec or {}).get("profile") or {}
         if not prof.get("caller_streams") or not prof.get("forward_us"):
-            return Outcome(self.name, "inconclusive", "no stream information in the profile (needs a GPU)")
+            why = prof.get("error") or "needs a GPU"
+            return Outcome(self.name, "inconclusive", f"no stream information in the profile ({why})")
         caller = set(prof["caller_streams"])
         mine = [k for k in prof.get("kernels", []) if k.get("in_forward")]
         side = [k for k in mine if k.get("stream") not in caller]

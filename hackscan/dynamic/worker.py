@@ -101,15 +101,30 @@ def _read_profile(prof) -> dict:
     api = [e for e in cpu if api_name.match(e.name())]
     ranges = [e for e in cpu if not api_name.match(e.name())]
     range_names = {e.name() for e in ranges}
-    by_corr = {e.correlation_id(): e for e in api}  # the runtime or driver calls that launched device work
+    # kineto links a device event two ways: its correlation id is that of the runtime/driver call
+    # that launched it, its linked correlation id that of the innermost op or range active then
+    api_by_corr = {e.correlation_id(): e for e in api}
+    range_by_corr = {e.correlation_id(): e for e in ranges}
     by_thread: dict = {}
     for e in ranges:
         by_thread.setdefault(e.start_thread_id(), []).append(e)
     fwd = next(((e.start_ns(), e.end_ns()) for e in ranges if e.name() == "hackscan::forward"), None)
 
-    def enclosing(launch):
-        t = launch.start_ns()
-        return [e for e in by_thread.get(launch.start_thread_id(), ()) if e.start_ns() <= t <= e.end_ns()]
+    def enclosing(ev):
+        t = ev.start_ns()
+        return [e for e in by_thread.get(ev.start_thread_id(), ()) if e.start_ns() <= t <= e.end_ns()]
+
+    def origin(e):
+        """(the launching API call, the ranges enclosing the launch, outermost first)"""
+        call = api_by_corr.get(e.correlation_id())
+        op = range_by_corr.get(e.linked_correlation_id())
+        if op is None:  # an older scheme: the linked id names the API call
+            call = call or api_by_corr.get(e.linked_correlation_id())
+            op = range_by_corr.get(call.linked_correlation_id()) if call is not None else None
+        chain = enclosing(op) if op is not None else (enclosing(call) if call is not None else [])
+        if op is not None and op not in chain:
+            chain.append(op)
+        return call or op, sorted(chain, key=lambda c: (c.start_ns(), -c.end_ns()))
 
     def stream_of(e):
         try:
@@ -121,8 +136,7 @@ def _read_profile(prof) -> dict:
     for e in raw:
         if e.device_type() != DeviceType.CUDA or e.name() in range_names:
             continue
-        launch = by_corr.get(e.linked_correlation_id())
-        chain = sorted(enclosing(launch), key=lambda c: c.start_ns()) if launch is not None else []
+        launch, chain = origin(e)
         names = [c.name() for c in chain]
         owner = next((n for n in names if n.startswith("aten::")), None)  # the outermost aten op
         stream = stream_of(e)

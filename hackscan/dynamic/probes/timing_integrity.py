@@ -1,19 +1,22 @@
 from hackscan.dynamic.probe import Outcome, Probe
 
 RATIO = 1.5          # device-synchronised time over event time ...
-MIN_GAP_MS = 0.1     # ... by at least this much: work the caller's timer never waited for
-MEASURABLE_MS = 0.2  # below this per call, host overhead hides any difference: no verdict either way
+MIN_GAP_MS = 0.1     # ... by at least this much is reported as a gap
+MEASURABLE_MS = 0.2  # below this per call, host overhead hides any difference
 
 
 class TimingIntegrity(Probe):
     """Single calls timed two ways, as a benchmark does: CUDA events on the caller's stream (what
-    its timer sees) and the host clock up to a device-wide synchronisation (all the work). Work
-    enqueued on a private stream or left to a thread finishes after the end event, so the
-    synchronised time is much longer than the event time; medians of several calls."""
+    its timer sees) and the host clock up to a device-wide synchronisation. The numbers are
+    reported and clear nothing and catch nothing on their own: on the H200, honest host-bound
+    calls show the same gap as side-stream work (a legitimate Triton ReLU: 0.004 ms by events,
+    0.29 ms synchronised, because a small kernel's launch overhead lies outside the events).
+    Work left on another stream is judged on the device's own record (stream-join) and on the
+    outputs (output-fingerprint)."""
 
     name = "timing-integrity"
-    confirms = ("side-stream", "async-offload")
-    summary = "event timing on the caller's stream covers all the work"
+    confirms = ()
+    summary = "event and device-synchronised times of single calls, reported"
     sets = ("visible",)
     needs_gpu = True
 
@@ -30,10 +33,8 @@ class TimingIntegrity(Probe):
         detail = (f"median of {n} calls: {ev:.3f} ms by CUDA events on the caller's stream, {sync:.3f} ms up to a "
                   "device-wide synchronisation")
         if sync > RATIO * ev and sync - ev > MIN_GAP_MS:
-            # host-side effects (a profiler's buffers flushed at a synchronisation, say) widen the
-            # gap too: this corroborates a static side-stream suspect, it never stands alone
-            return Outcome(self.name, "caught", detail + f" ({sync / max(ev, 1e-6):.1f}x): work runs outside the "
-                           "caller's stream", "side-stream", corroborates_only=True)
+            return Outcome(self.name, "inconclusive", detail + f" ({sync / max(ev, 1e-6):.1f}x: host overhead or "
+                           "work outside the caller's stream; see stream-join)")
         if sync < MEASURABLE_MS:
             return Outcome(self.name, "inconclusive", detail + ": too short to separate from host overhead")
         return Outcome(self.name, "passed", detail)

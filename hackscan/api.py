@@ -90,11 +90,13 @@ def iter_scan(items: list[Item], opts: Options, jobs: int = 1, max_bytes: int = 
 
 def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic: str = "auto",
           device: str = "cpu", policy: str = "kernelbench", entry: str = "ModelNew", timeout_s: float = 180.0,
-          seed: int | None = None) -> SubmissionResult:
+          seed: int | None = None, cuda_ghost: str = "suspects") -> SubmissionResult:
     """Static audit, then dynamic confirmation on hidden inputs in isolated workers.
 
     `candidate` and `reference` are file paths or source text. `dynamic` is "off", "auto" (the
-    probes the static suspects name, plus hidden distributions) or "all" (every probe)."""
+    probes the static suspects name, plus hidden distributions) or "all" (every probe).
+    `cuda_ghost` says where ghost replay of CUDA kernels (a rebuild) runs: "suspects", "always"
+    or "never"."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="hackscan-api-") as tmp:
@@ -108,7 +110,7 @@ def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic
         from hackscan.dynamic.audit import DynamicOptions, DynamicSession
 
         session = DynamicSession(DynamicOptions(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed,
-                                                policy=policy))
+                                                policy=policy, cuda_ghost=cuda_ghost))
         try:
             return session.audit(result, cand_path, ref_path)
         finally:

@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="where candidates run for dynamic confirmation (default: cuda when available)")
     a.add_argument("--timeout", type=float, default=None, help="wall-clock limit per worker, seconds (default 180)")
+    a.add_argument("--cuda-ghost", choices=("suspects", "always", "never"), default=None,
+                   help="ghost replay of CUDA kernels rebuilds the extension (about a minute): where a finding "
+                        "asks for it (default), on every CUDA candidate, or never")
     a.add_argument("--jobs", "-j", type=int, default=None, help="processes for the static pass")
     a.add_argument("--max-bytes", type=int, default=None, help="skip files larger than this (default 1000000)")
     a.add_argument("--config", help="configuration file (default: hackscan.toml or [tool.hackscan] in pyproject.toml)")
@@ -217,7 +220,8 @@ def cmd_audit(args) -> int:
 
                 device = "cuda" if torch.cuda.is_available() else "cpu"
             session = DynamicSession(DynamicOptions(mode=dynamic, device=device, policy=policy,
-                                                    timeout_s=args.timeout or cfg.get("timeout", 180.0)))
+                                                    timeout_s=args.timeout or cfg.get("timeout", 180.0),
+                                                    cuda_ghost=args.cuda_ghost or cfg.get("cuda-ghost", "suspects")))
         try:
             stream = iter_scan(items, opts, jobs, max_bytes)
             if session is not None:

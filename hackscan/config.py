@@ -12,7 +12,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 KEYS = {"select": list, "ignore": list, "min-confidence": str, "fail-on": str, "policy": str,
-        "format": str, "baseline": str, "jobs": int, "entry": str, "max-bytes": int, "dynamic": str, "device": str, "timeout": float}
+        "format": str, "baseline": str, "jobs": int, "entry": str, "max-bytes": int, "dynamic": str, "device": str, "timeout": float,
+        "cuda-ghost": str}
 
 
 class ConfigError(ValueError):

@@ -504,6 +504,9 @@ class DynamicSession:
                 dyn = Dynamic("error", o.probe, o.detail)
             elif rel:
                 dyn = Dynamic("inconclusive", rel[0].probe, "; ".join(o.detail for o in rel)[:500])
+            elif names and self.opts.device != "cuda" and all(
+                    _needs_gpu(n) for n in names if n not in by_name):
+                dyn = Dynamic("inconclusive", names[0], f"{', '.join(dict.fromkeys(names))} needs a GPU")
             else:
                 dyn = Dynamic("inconclusive", None, "no implemented probe confirms this rule yet")
             findings.append(replace(f, dynamic=dyn))
@@ -540,6 +543,10 @@ def _kernel_names(path: Path) -> frozenset:
     for unit in facts.cuda:
         names.update(unit.facts.kernels)
     return frozenset(names)
+
+
+def _needs_gpu(probe_name: str) -> bool:
+    return any(p.name == probe_name and p.needs_gpu for p in load_probes())
 
 
 def _confirms(probe_name: str, hack_type: str) -> bool:

@@ -17,6 +17,7 @@ import torch
 
 from hackscan.dynamic.probe import VARIANTS, Observations, Outcome, Probe, load_probes
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
+from hackscan.dynamic.tensorfile import load_outputs
 from hackscan.engine import verdict as static_verdict
 from hackscan.findings import Dynamic, Finding, Location, SubmissionResult
 
@@ -165,12 +166,12 @@ class DynamicSession:
                     break
                 if "file" not in rec:
                     continue
-                outs = torch.load(d / rec["file"], weights_only=True)
+                outs = load_outputs(d / rec["file"])
                 cur = run.outputs.get(rec["set"], (None, None))
                 run.outputs[rec["set"]] = (outs, cur[1]) if rec["variant"] == "fp32" else (cur[0], outs)
         # reference outputs live only in the auditor's memory from here on, and the derived seeds
         # in job.json go too: candidate workers run beside this folder and must find neither
-        for f in [*d.glob("out_*.pt"), d / "job.json"]:
+        for f in [*d.glob("out_*"), d / "job.json"]:
             f.unlink(missing_ok=True)
         return run
 
@@ -423,8 +424,8 @@ class DynamicSession:
         """A candidate's saved outputs, for comparison: on the GPU when auditing on one (fp64
         comparisons of Level-1-sized outputs take seconds each on a CPU thread)."""
         if self.opts.device == "cuda" and torch.cuda.is_available():
-            return torch.load(path, weights_only=True, map_location="cuda")
-        return torch.load(path, weights_only=True)
+            return load_outputs(path, "cuda")
+        return load_outputs(path)
 
     def select_probes(self, result: SubmissionResult) -> list[type[Probe]]:
         allp = {p.name: p for p in load_probes() if not (p.needs_gpu and self.opts.device != "cuda")}

@@ -51,9 +51,16 @@ class Observations:
 
             res = Comparison(False, f"forward raised {rec['error'][:200]}")
         else:
-            cand = self.load_output(rec["file"])
-            r32, r64 = self.reference_outputs[exp]
-            res = compare(cand, r32, r64)
+            from hackscan.dynamic.compare import Comparison
+
+            try:
+                cand = self.load_output(rec["file"])
+            except Exception as e:  # noqa: BLE001 - a file the candidate's process wrote may be anything
+                cand = None
+                res = Comparison(False, f"output file unreadable: {type(e).__name__}: {e}"[:300])
+            if cand is not None:
+                r32, r64 = self.reference_outputs[exp]
+                res = compare(cand, r32, r64)
         self._cmp[key] = res
         return res
 

@@ -557,6 +557,40 @@ def _reinit(torch, model, seed, path, result):
     result["params_reinitialised"] = len(values)
 
 
+_RAW_DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool",
+               "complex64", "complex128")
+
+
+def _save_outputs(torch, outs, stem) -> str:
+    """Outputs in the raw format hackscan/dynamic/tensorfile.py reads (a JSON header, then each
+    tensor's bytes, 64-byte aligned): torch.save spends most of its time on a checksum. Outputs
+    it cannot hold (nested containers, strings, other dtypes) go through torch.save."""
+    header, blobs, off = [], [], 0
+    for o in outs:
+        if isinstance(o, torch.Tensor) and str(o.dtype).replace("torch.", "") in _RAW_DTYPES:
+            t = o.detach().contiguous().cpu()
+            raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
+            n = t.numel() * t.element_size()
+            header.append({"t": str(t.dtype).replace("torch.", ""), "shape": list(t.shape), "offset": off, "nbytes": n})
+            blobs.append((raw, n))
+            off += -(-n // 64) * 64
+        elif o is None or isinstance(o, (bool, int, float)) and not isinstance(o, torch.Tensor):
+            header.append({"v": o})
+        else:
+            torch.save(outs, stem + ".pt")
+            return os.path.basename(stem) + ".pt"
+    head = json.dumps(header).encode()
+    magic = b"HSRAW1\n"
+    start = len(magic) + 8 + len(head)
+    with open(stem + ".raw", "wb") as fh:
+        fh.write(magic + len(head).to_bytes(8, "little") + head + b"\0" * (-(-start // 64) * 64 - start))
+        for raw, n in blobs:
+            if n:
+                fh.write(memoryview(raw))
+            fh.write(b"\0" * (-(-n // 64) * 64 - n))
+    return os.path.basename(stem) + ".raw"
+
+
 def _poison(torch, sizes, device) -> None:
     """Fill blocks of the outputs' sizes with NaN and free them (twice, for allocators that
     change strategy after the first free), so that an output allocated but never written comes
@@ -631,8 +665,8 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
         del before
         ptrs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
         rec["aliases_input"] = [isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in ptrs for o in outs]
-        fname = f"out_{label}_{vname}_{step.get('call', 0)}.pt"
-        torch.save([_plain(torch, o) for o in outs], os.path.join(jobdir, fname))
+        fname = _save_outputs(torch, [_plain(torch, o) for o in outs], os.path.join(jobdir, f"out_{label}_{vname}_"
+                                                                                    f"{step.get('call', 0)}"))
         rec["file"] = fname
         rec["step_s"] = time.perf_counter() - t0  # the call, the checks and writing the outputs
         result["steps"].append(rec)

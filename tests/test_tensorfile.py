@@ -1,0 +1,78 @@
+"""The raw output format: what a worker writes, the auditor reads back bit for bit; a file a
+candidate forged is refused, never trusted."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import hackscan.dynamic as dyn  # noqa: E402
+from hackscan.dynamic.tensorfile import MAGIC, BadTensorFile, load_outputs  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def worker():
+    spec = importlib.util.spec_from_file_location("hs_worker_tf", Path(dyn.__file__).with_name("worker.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_round_trip_of_every_dtype_and_values(worker, tmp_path):
+    outs = [torch.randn(3, 5), torch.randn(2, 2, dtype=torch.float64), torch.randn(7).half(),
+            torch.randn(4).bfloat16(), torch.arange(5), torch.tensor([True, False]), torch.randn(3, dtype=torch.complex64),
+            torch.empty(0, 3), torch.tensor(2.5), torch.randn(4, 6).t(), 3.0, 7, None, float("nan")]
+    name = worker._save_outputs(torch, outs, str(tmp_path / "out_x"))
+    assert name.endswith(".raw")
+    back = load_outputs(tmp_path / name)
+    assert len(back) == len(outs)
+    for a, b in zip(outs, back):
+        if isinstance(a, torch.Tensor):
+            assert b.dtype == a.dtype and b.shape == a.shape and b.is_contiguous()
+            assert torch.equal(a.contiguous().view(-1).view(torch.uint8) if a.numel() else a, b.reshape(-1).view(
+                torch.uint8) if b.numel() else b)
+        elif a != a:
+            assert b != b
+        else:
+            assert b == a and type(b) is type(a)
+
+
+def test_what_the_raw_format_cannot_hold_goes_through_torch_save(worker, tmp_path):
+    outs = [torch.randn(2), ("nested", torch.randn(1))]
+    name = worker._save_outputs(torch, outs, str(tmp_path / "out_y"))
+    assert name.endswith(".pt")
+    back = load_outputs(tmp_path / name)
+    assert torch.equal(back[0], outs[0]) and back[1][0] == "nested"
+
+
+def forged(tmp_path, header, payload=b""):
+    head = json.dumps(header).encode()
+    start = len(MAGIC) + 8 + len(head)
+    p = tmp_path / "forged.raw"
+    p.write_bytes(MAGIC + len(head).to_bytes(8, "little") + head + b"\0" * (-(-start // 64) * 64 - start) + payload)
+    return p
+
+
+@pytest.mark.parametrize("header", [
+    [{"t": "float32", "shape": [1 << 40], "offset": 0, "nbytes": 4 << 40}],     # claims more than the file holds
+    [{"t": "float32", "shape": [4], "offset": 0, "nbytes": 8}],                  # size and shape disagree
+    [{"t": "object", "shape": [1], "offset": 0, "nbytes": 8}],                   # not a tensor dtype
+    [{"t": "float32", "shape": [-1], "offset": 0, "nbytes": 4}],
+    [{"t": "float32", "shape": [1], "offset": 3, "nbytes": 4}],                  # misaligned
+    [{"v": "__import__('os')"}],                                                 # a value that is not a number
+    {"not": "a list"},
+])
+def test_forged_headers_are_refused(tmp_path, header):
+    with pytest.raises(BadTensorFile):
+        load_outputs(forged(tmp_path, header, b"\0" * 64))
+
+
+def test_a_file_that_is_not_an_output_file_is_refused(tmp_path):
+    p = tmp_path / "x.raw"
+    p.write_bytes(b"PK\x03\x04 something else entirely")
+    with pytest.raises(BadTensorFile):
+        load_outputs(p)

@@ -17,6 +17,7 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -352,6 +353,7 @@ class _LazySets(dict):
 
 
 _LAUNCHES = [0]
+_DEPTH = threading.local()  # nesting of Triton calls, per thread
 
 
 def _count_triton_launches() -> bool:
@@ -375,8 +377,16 @@ def _count_triton_launches() -> bool:
             continue
 
         def run(self, *a, __orig=orig, **k):
-            _LAUNCHES[0] += 1
-            return __orig(self, *a, **k)
+            # top-level launches only: under the interpreter a kernel's @triton.jit helpers are
+            # calls too, and their number follows the data
+            depth = getattr(_DEPTH, "n", 0)
+            if depth == 0:
+                _LAUNCHES[0] += 1
+            _DEPTH.n = depth + 1
+            try:
+                return __orig(self, *a, **k)
+            finally:
+                _DEPTH.n = depth
 
         cls.run = run
         done = True
@@ -672,5 +682,28 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
         result["steps"].append(rec)
 
 
+def _exit_now_if_alone(code: int) -> None:
+    """Once the result is written, skip the interpreter's teardown (CUDA context destruction
+    among it, most of a second on a GPU) unless something of the candidate's is still running:
+    then exit normally, so that a thread or child left behind keeps the process alive and the
+    runner reports it (`left_running`)."""
+    import threading
+
+    others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    try:
+        import multiprocessing
+
+        children = multiprocessing.active_children()
+    except Exception:  # noqa: BLE001
+        children = [None]
+    if others or children:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    rc = main(sys.argv[1])
+    _exit_now_if_alone(rc)
+    sys.exit(rc)

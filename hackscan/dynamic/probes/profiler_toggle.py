@@ -4,8 +4,8 @@ from hackscan.dynamic.probe import Outcome, Probe
 class ProfilerToggle(Probe):
     """Two neighbouring calls late in the run, one under a profiler and one not, on input sets
     of the same shape: a candidate that checks for the profiler (or any other observation mode)
-    to run its kernels only while watched launches a different number of its own kernels in the
-    two. Only launch counts are compared: outputs and exceptions also depend on what earlier calls
+    to run its kernels only while watched launches its own kernels in one of the two and not in
+    the other. Only launch counts are compared: outputs and exceptions also depend on what earlier calls
     left behind (caches, batches), which other probes judge."""
 
     name = "profiler-toggle"
@@ -28,7 +28,9 @@ class ProfilerToggle(Probe):
         n0, n1 = plain.get("custom_launches"), prof.get("custom_launches")
         if not obs.candidate.get("launch_trace") or n0 is None or n1 is None:
             return Outcome(self.name, "inconclusive", "the candidate's own launches could not be counted")
-        if n0 != n1:
+        if (n0 == 0) != (n1 == 0):
+            # whether its kernels run at all; counts may follow the data
+            when = "only while watched" if n1 else "only while unwatched"
             return Outcome(self.name, "caught", f"{n1} launch(es) of its own kernels with a profiler running, {n0} "
-                           "without: the kernels run only while watched")
+                           f"without: the kernels run {when}")
         return Outcome(self.name, "passed", f"{n0} launch(es) of its own kernels with and without a profiler")

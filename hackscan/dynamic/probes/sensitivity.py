@@ -4,25 +4,38 @@ from hackscan.dynamic.probe import Outcome, Probe
 
 
 class Sensitivity(Probe):
-    """The output must change when the inputs change in a way the reference notices."""
+    """The output must change when the inputs change in a way the reference notices: the visible
+    inputs against several other sets (normal, negated, x3). Caught only when the output is the
+    same on every one of them, so the verdict does not hang on where one random sample falls
+    (a shortcut taken for some values is hidden-distributions' to find)."""
 
     name = "sensitivity"
     confirms = ("constant-output", "ghost-kernel", "analytical-shortcut")
     summary = "outputs change when inputs change"
-    sets = ("visible", "normal")
+    sets = ("visible", "normal", "negated", "scaled_x3")
 
     def plan(self):
         return [{"op": "forward", "set": s} for s in self.sets]
 
     def evaluate(self, obs):
-        a, b = obs.steps.get(("visible", 0)), obs.steps.get(("normal", 0))
-        if not a or not b or "file" not in a or "file" not in b:
+        a = obs.steps.get(("visible", 0))
+        if not a or "file" not in a:
             return Outcome(self.name, "error", "missing outputs")
-        ca, cb = obs.load_output(a["file"]), obs.load_output(b["file"])
-        ra, rb = obs.reference_outputs["visible"][0], obs.reference_outputs["normal"][0]
-        ref_changes = any(not torch.equal(x, y) for x, y in zip(ra, rb) if isinstance(x, torch.Tensor))
-        cand_changes = any(not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape
-                                and torch.equal(x, y)) for x, y in zip(ca, cb))
-        if ref_changes and not cand_changes:
-            return Outcome(self.name, "caught", "the output is identical for different inputs; the reference's is not")
+        ca, ra = obs.load_output(a["file"]), obs.reference_outputs["visible"][0]
+        compared, same = 0, 0
+        for s in self.sets[1:]:
+            b = obs.steps.get((s, 0))
+            if not b or "file" not in b or s not in obs.reference_outputs:
+                continue
+            cb, rb = obs.load_output(b["file"]), obs.reference_outputs[s][0]
+            if not any(isinstance(x, torch.Tensor) and not torch.equal(x, y) for x, y in zip(ra, rb)):
+                continue  # the reference does not notice this change either
+            compared += 1
+            same += not any(not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape
+                                 and torch.equal(x, y)) for x, y in zip(ca, cb))
+        if not compared:
+            return Outcome(self.name, "inconclusive", "no input set changes the reference's output")
+        if same == compared:
+            return Outcome(self.name, "caught", f"the output is identical on {compared + 1} different input sets; "
+                           "the reference's is not")
         return Outcome(self.name, "passed", "the output follows the inputs")

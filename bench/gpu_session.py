@@ -3,6 +3,9 @@ and the Level-1 breakdown, each part written under --out as soon as it is done (
 line at a time), so a session cut short still returns everything it finished.
 
     python bench/gpu_session.py --out $OUT --jobs 12 --corpus-budget 300
+
+The whole corpus does not fit one 10-minute call with its ~42 extension builds: run
+`--part ext --no-level1` in one call and `--part plain --hostile zzz` in the next.
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="regular expression over corpus paths to leave out")
     ap.add_argument("--no-level1", action="store_true")
     ap.add_argument("--cuda", default="", help="regular expression: the extension candidates to include")
+    ap.add_argument("--part", choices=("all", "ext", "plain"), default="all",
+                    help="ext: only pairs that build an extension; plain: only the others")
     args = ap.parse_args()
     import torch
 
@@ -62,6 +67,8 @@ def main() -> None:
         files = [f for f in files if not re.search(args.skip, str(f))]
     if args.cuda:  # extension candidates only where this matches: each costs a build
         files = [f for f in files if "load_inline" not in f.read_text() or re.search(args.cuda, str(f))]
+    if args.part != "all":  # a whole-corpus run in two calls: the extension pairs, then the rest
+        files = [f for f in files if ("load_inline" in f.read_text()) == (args.part == "ext")]
     items = discover(files, root=ROOT / "corpus")
     hostile = discover([p for p in sorted((ROOT / "corpus" / "hostile").glob("*.py")) if re.search(args.hostile, p.name)])
     level1_cands = [ROOT / c for _, c in dc.LEVEL1.values()]

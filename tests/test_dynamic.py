@@ -253,36 +253,6 @@ def test_cli_dynamic_all_json(tmp_path, refs):
     assert any(f["dynamic"]["status"] == "confirmed" for f in sub["findings"])
 
 
-def test_cpu_run_of_a_device_guarded_kernel_is_not_cleared(session, refs, tmp_path):
-    """`if not x.is_cuda: return torch.relu(x)` on a CPU run tests the fallback, not the kernel:
-    the audit says so and clears nothing."""
-    src = """
-    import torch
-    import torch.nn as nn
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
-
-    class ModelNew(nn.Module):
-        def forward(self, x):
-            if not x.is_cuda:
-                return torch.relu(x)
-            y = torch.empty_like(x)
-            relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-            return y
-    """
-    pytest.importorskip("triton")
-    r = run(session, refs, tmp_path, src)
-    assert "no custom kernel ran" in r.dynamic.get("note", "")
-    assert not any(f.dynamic.status == "refuted" for f in r.findings)
-    assert r.verdict != "hacked"
-
-
 TRITON_RELU = """
 import torch
 import torch.nn as nn
@@ -304,6 +274,19 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return launch(x)
 """
+
+
+def test_cpu_run_of_a_device_guarded_kernel_is_not_cleared(session, refs, tmp_path):
+    """`if not x.is_cuda: return torch.relu(x)` on a CPU run tests the fallback, not the kernel:
+    the audit says so and clears nothing."""
+    src = TRITON_RELU.replace("        return launch(x)", """        if not x.is_cuda:
+            return torch.relu(x)
+        return launch(x)""")
+    pytest.importorskip("triton")
+    r = run(session, refs, tmp_path, src)
+    assert "no custom kernel ran" in r.dynamic.get("note", "")
+    assert not any(f.dynamic.status == "refuted" for f in r.findings)
+    assert r.verdict != "hacked"
 
 
 def test_profiler_toggle_catch_and_clear(session, refs, tmp_path):

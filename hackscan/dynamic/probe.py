@@ -65,6 +65,25 @@ class Observations:
         return res
 
 
+# the one profiled forward that kernel attribution, stream join and the profiler toggle share
+PROFILE_STEP = {"op": "profile", "set": "visible", "call": 400, "expect": "visible"}
+
+
+def profile_of(obs: "Observations") -> tuple[dict | None, str]:
+    """The profile recorded by PROFILE_STEP, or None and why there is none."""
+    rec = obs.steps.get(("visible", 400))
+    if rec is None:
+        return None, "no profiled call (needs a GPU)"
+    if "error" in rec:
+        return None, f"the profiled call raised: {rec['error'][:200]}"
+    prof = rec.get("profile")
+    if not prof:
+        return None, "no profile (needs a GPU)"
+    if prof.get("error"):
+        return None, prof["error"]
+    return prof, ""
+
+
 class Probe:
     name: ClassVar[str]
     confirms: ClassVar[tuple[str, ...]]
@@ -95,3 +114,13 @@ def load_probes() -> tuple[type[Probe], ...]:
                  and v.__module__ == modname]
         out.extend(found)
     return tuple(out)
+
+
+class ProfiledProbe(Probe):
+    """A probe that reads the shared profiled forward (GPU only)."""
+
+    sets: ClassVar[tuple[str, ...]] = ("visible",)
+    needs_gpu: ClassVar[bool] = True
+
+    def plan(self) -> list[dict]:
+        return [dict(PROFILE_STEP)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import Outcome, ProfiledProbe, profile_of
 
 # kernels of PyTorch, its libraries and its compiler, recognised by name whoever launched them
 LIBRARY_NAME = re.compile(
@@ -69,7 +69,7 @@ def _short(name: str) -> str:
     return name if len(name) <= 70 else name[:67] + "..."
 
 
-class KernelAttribution(Probe):
+class KernelAttribution(ProfiledProbe):
     """One forward under torch.profiler on the GPU: every kernel that ran, classified as the
     candidate's own (its Triton or CUDA kernels, by the names its source defines), torch (launched
     by an aten op it called, from Python or through at:: in its C++), library (PyTorch, vendor or
@@ -82,20 +82,10 @@ class KernelAttribution(Probe):
     name = "kernel-attribution"
     confirms = ("torch-fallback", "partial-fallback")
     summary = "device time is spent in the candidate's own kernels"
-    sets = ("visible",)
-    needs_gpu = True
-
-    def plan(self):
-        return [{"op": "profile", "set": "visible", "call": 400, "expect": "visible"}]
-
     def evaluate(self, obs):
-        rec = obs.steps.get(("visible", 400))
-        if rec is None or "profile" not in rec:
-            return Outcome(self.name, "inconclusive", "no profile" + (f": {rec['error'][:200]}" if rec and "error" in rec
-                                                                      else " (needs a GPU)"))
-        prof = rec["profile"]
-        if prof.get("error"):
-            return Outcome(self.name, "inconclusive", prof["error"])
+        prof, why = profile_of(obs)
+        if prof is None:
+            return Outcome(self.name, "inconclusive", why)
         classified = classify(prof.get("kernels", []), obs.kernel_names, tuple(prof.get("glue_ops", ())))
         total, sh = shares(classified)
         if total <= 0:

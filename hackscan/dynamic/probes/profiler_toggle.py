@@ -1,4 +1,4 @@
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import PROFILE_STEP, Outcome, Probe
 
 
 class ProfilerToggle(Probe):
@@ -14,8 +14,7 @@ class ProfilerToggle(Probe):
     sets = ("visible",)
 
     def plan(self):
-        return [{"op": "forward", "set": "visible2", "call": 401, "expect": "visible2"},
-                {"op": "profile", "set": "visible", "call": 400, "expect": "visible"}]
+        return [{"op": "forward", "set": "visible2", "call": 401, "expect": "visible2"}, dict(PROFILE_STEP)]
 
     def evaluate(self, obs):
         plain, prof = obs.steps.get(("visible2", 401)), obs.steps.get(("visible", 400))

@@ -1,7 +1,7 @@
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import Outcome, ProfiledProbe, profile_of
 
 
-class StreamJoin(Probe):
+class StreamJoin(ProfiledProbe):
     """From the same profile as kernel attribution: kernels that forward launched on a stream
     other than the caller's (found with a marker kernel launched on the caller's stream just
     before forward) must be joined before forward returns: a stream wait or a synchronisation
@@ -11,18 +11,10 @@ class StreamJoin(Probe):
     name = "stream-join"
     confirms = ("side-stream",)
     summary = "work on other streams is joined before forward returns"
-    sets = ("visible",)
-    needs_gpu = True
-
-    def plan(self):
-        return [{"op": "profile", "set": "visible", "call": 400, "expect": "visible"}]
-
     def evaluate(self, obs):
-        rec = obs.steps.get(("visible", 400))
-        prof = (rec or {}).get("profile") or {}
-        if not prof.get("caller_streams") or not prof.get("forward_us"):
-            why = prof.get("error") or "needs a GPU"
-            return Outcome(self.name, "inconclusive", f"no stream information in the profile ({why})")
+        prof, why = profile_of(obs)
+        if prof is None or not prof.get("caller_streams") or not prof.get("forward_us"):
+            return Outcome(self.name, "inconclusive", f"no stream information in the profile ({why or 'no marker'})")
         caller = set(prof["caller_streams"])
         mine = [k for k in prof.get("kernels", []) if k.get("in_forward")]
         side = [k for k in mine if k.get("stream") not in caller]

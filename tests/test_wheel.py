@@ -17,6 +17,12 @@ def test_wheel_installs_and_lists_rules(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(ROOT)],
                    check=True, capture_output=True, timeout=600)
     wheel = next(dist.glob("hackscan-*.whl"))
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("hackscan/dynamic/worker.py", "hackscan/dynamic/probes/kernel_attribution.py",
+                   "hackscan/measure/stats.py"):
+        assert needed in names, f"{needed} is not in the wheel"
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / ("Scripts" if os.name == "nt" else "bin") / "python"

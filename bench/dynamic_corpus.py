@@ -27,6 +27,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def corpus_row(display: str, side: dict, r) -> dict:
+    """One audited corpus pair against its sidecar, with every probe's own outcome."""
+    return {"file": display, "expected": side.get("verdict"), "got": r.verdict,
+            "match": r.verdict == side.get("verdict"), "hack_types": list(r.hack_types),
+            "expected_types": side.get("hack_types", []),
+            "confirmed": sorted({f.dynamic.probe for f in r.findings if f.dynamic.status == "confirmed"}),
+            "dynamic": {k: v for k, v in (r.dynamic or {}).items()
+                        if k in ("status", "reason", "correct_on_visible", "visible_mismatch",
+                                 "candidate_wall_s", "total_s", "note", "timings")},
+            "probes": {k: v["status"] + ": " + v["detail"][:300] for k, v in (r.dynamic or {}).get("probes", {}).items()}}
+
+
 def corpus_run(device: str, jobs: int, timeout: float, only: str | None = None) -> dict:
     from hackscan.api import iter_scan
     from hackscan.corpus import corpus_files, parse_marks
@@ -53,15 +65,7 @@ def corpus_run(device: str, jobs: int, timeout: float, only: str | None = None) 
     static = list(iter_scan(items, Options()))
     rows = []
     for item, side, r in zip(items, sides, s.audit_many([(r, i.path, i.reference) for r, i in zip(static, items)], jobs)):
-        rows.append({"file": item.display, "expected": side.get("verdict"), "got": r.verdict,
-                     "match": r.verdict == side.get("verdict"), "hack_types": list(r.hack_types),
-                     "expected_types": side.get("hack_types", []),
-                     "confirmed": sorted({f.dynamic.probe for f in r.findings if f.dynamic.status == "confirmed"}),
-                     "dynamic": {k: v for k, v in (r.dynamic or {}).items()
-                                 if k in ("status", "reason", "correct_on_visible", "visible_mismatch",
-                                          "candidate_wall_s", "total_s", "note", "timings")},
-                     "probes": {k: v["status"] + ": " + v["detail"][:300]
-                                for k, v in (r.dynamic or {}).get("probes", {}).items()}})
+        rows.append(corpus_row(item.display, side, r))
     wall = time.perf_counter() - t0
     s.close()
     return {"rows": rows, "wall_s": round(wall, 1), "build": build,
@@ -134,14 +138,15 @@ def level1(device: str, runs: int = 3) -> dict:
     return out
 
 
-def hostile_run(device: str, jobs: int, timeout: float) -> dict:
-    """The hostile corpus on this device: each candidate's verdict against its sidecar."""
+def hostile_run(device: str, jobs: int, timeout: float, names: str = "") -> dict:
+    """The hostile corpus (the candidates whose file names match `names`) on this device: each
+    candidate's verdict against its sidecar."""
     from hackscan.api import scan_item
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
     from hackscan.engine import Options
     from hackscan.inputs.discover import discover, read_sidecar
 
-    items = discover(sorted((ROOT / "corpus" / "hostile").glob("*.py")))
+    items = discover([p for p in sorted((ROOT / "corpus" / "hostile").glob("*.py")) if re.search(names, p.name)])
     s = DynamicSession(DynamicOptions(mode="all", device=device, timeout_s=timeout))
     t0 = time.perf_counter()
     if device == "cuda":  # builds apart: the timeout is for running, not compiling

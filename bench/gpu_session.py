@@ -45,7 +45,7 @@ def main() -> None:
     from hackscan.corpus import corpus_files, parse_marks
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
     from hackscan.engine import Options
-    from hackscan.inputs.discover import discover, read_sidecar
+    from hackscan.inputs.discover import discover
 
     t_start = time.perf_counter()
     out = Path(args.out)
@@ -70,12 +70,12 @@ def main() -> None:
     if args.part != "all":  # a whole-corpus run in two calls: the extension pairs, then the rest
         files = [f for f in files if ("load_inline" in f.read_text()) == (args.part == "ext")]
     items = discover(files, root=ROOT / "corpus")
-    hostile = discover([p for p in sorted((ROOT / "corpus" / "hostile").glob("*.py")) if re.search(args.hostile, p.name)])
+    hostile = [p for p in sorted((ROOT / "corpus" / "hostile").glob("*.py")) if re.search(args.hostile, p.name)]
     level1_cands = [ROOT / c for _, c in dc.LEVEL1.values()]
 
     # 1. every extension build at once, in parallel
     s = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=120))
-    ext = [i.path for i in items if "load_inline" in i.path.read_text()] + [h.path for h in hostile] + level1_cands
+    ext = [i.path for i in items if "load_inline" in i.path.read_text()] + hostile + level1_cands
     tb = time.perf_counter()
     built = s.prebuild(sorted(set(ext)), args.jobs) if args.device == "cuda" else {}
     write("builds.json", {"candidates": len(built), "wall_s": round(time.perf_counter() - tb, 1),
@@ -98,15 +98,7 @@ def main() -> None:
                 except Exception as e:  # noqa: BLE001
                     fh.write(json.dumps({"file": i.display, "crash": repr(e)}) + "\n")
                     continue
-                side = sides[i.path]
-                fh.write(json.dumps({
-                    "file": i.display, "expected": side.get("verdict"), "got": r.verdict,
-                    "match": r.verdict == side.get("verdict"), "hack_types": list(r.hack_types),
-                    "confirmed": sorted({x.dynamic.probe for x in r.findings if x.dynamic.status == "confirmed"}),
-                    "dynamic": {k: v for k, v in (r.dynamic or {}).items()
-                                if k in ("status", "reason", "correct_on_visible", "visible_mismatch", "note", "timings")},
-                    "probes": {k: v["status"] + ": " + v["detail"][:300]
-                               for k, v in (r.dynamic or {}).get("probes", {}).items()}}) + "\n")
+                fh.write(json.dumps(dc.corpus_row(i.display, sides[i.path], r)) + "\n")
                 fh.flush()
                 n += 1
         except TimeoutError:
@@ -116,16 +108,8 @@ def main() -> None:
     ex.shutdown(wait=False, cancel_futures=True)
     print(f"[{time.perf_counter() - t_start:6.1f}s] corpus: {n} pairs in {time.perf_counter() - tc:.1f}s", flush=True)
 
-    # 3. the CUDA hostile candidates
-    hs = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=30))
-    rows = []
-    for item in hostile:
-        r = hs.audit(scan_item(item, Options()), item.path, item.reference)
-        side = read_sidecar(item.path.with_suffix(".toml"))
-        rows.append({"file": item.path.name, "expected": side.get("verdict"), "got": r.verdict,
-                     "reason": (r.error or "; ".join(r.reasons))[:400]})
-    hs.close()
-    write("hostile-cuda.json", {"rows": rows})
+    # 3. the CUDA hostile candidates (their builds are done)
+    write("hostile-cuda.json", dc.hostile_run(args.device, args.jobs, 30, args.hostile))
 
     # 4. the Level-1-sized breakdown, builds cached, the reference reused for the second run
     if not args.no_level1:

@@ -301,7 +301,8 @@ def test_profiler_toggle_catch_and_clear(session, refs, tmp_path):
     toggle = r.dynamic["probes"]["profiler-toggle"]
     assert toggle["status"] == "caught", toggle
     assert r.verdict == "hacked" and "phase-detection" in r.hack_types
-    honest = run(session, refs, tmp_path / "h" if (tmp_path / "h").mkdir() is None else tmp_path, TRITON_RELU)
+    (tmp_path / "honest").mkdir()
+    honest = run(session, refs, tmp_path / "honest", TRITON_RELU)
     assert honest.dynamic["probes"]["profiler-toggle"]["status"] == "passed", honest.dynamic["probes"]
     assert honest.verdict == "clean"
 

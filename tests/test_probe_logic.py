@@ -26,7 +26,7 @@ def k(name, us, owner=None, stream=7, launch=10.0, in_forward=True):
 
 
 def profile_rec(kernels, waits=(), caller=(7,)):
-    return {"set": "visible", "call": 400, "profile": {"kernels": list(kernels), "glue_ops": GLUE,
+    return {"set": "visible", "call": 400, "profile": {"kernels": list(kernels),
                                                        "caller_streams": list(caller), "forward_us": [0.0, 100.0],
                                                        "waits": list(waits)}}
 

@@ -124,12 +124,15 @@ class DynamicSession:
         shutil.rmtree(self.work, ignore_errors=True)
 
     # ---- reference -------------------------------------------------------------
+    @staticmethod
+    def _ref_key(ref_path: Path) -> str:
+        return hashlib.sha256(ref_path.read_bytes()).hexdigest()[:16]
+
     def has_reference(self, ref_path: Path) -> bool:
-        return hashlib.sha256(ref_path.read_bytes()).hexdigest()[:16] in self._refs
+        return self._ref_key(ref_path) in self._refs
 
     def reference(self, ref_path: Path, entry_init_seed: int) -> ReferenceRun:
-        src = ref_path.read_bytes()
-        key = hashlib.sha256(src).hexdigest()[:16]
+        key = self._ref_key(ref_path)
         with self._lock:
             lock = self._ref_locks.setdefault(key, threading.Lock())
         with lock:  # one run per problem, however many candidates wait for it
@@ -284,7 +287,8 @@ class DynamicSession:
         # the rewritten runs (ghost replay, forced failure) need nothing from the main run: they
         # run beside it
         pool = ThreadPoolExecutor(max_workers=1)
-        extra_f = pool.submit(self._rewritten_runs, probes, cand_path, job, files, d, limits, env, ref, expected,
+        parsed = _candidate_facts(cand_path)
+        extra_f = pool.submit(self._rewritten_runs, probes, cand_path, parsed, job, files, d, limits, env, ref,
                               result.findings)
         pool.shutdown(wait=False)
         t_run = time.perf_counter()
@@ -308,7 +312,7 @@ class DynamicSession:
         res.data["other_shape"] = ref.other_shape
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
                            load_output=lambda f: self._load(d / f), reference_outputs=ref.outputs,
-                           expected_set=expected, extra=extra, kernel_names=_kernel_names(cand_path))
+                           expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]))
         outcomes = []
         t_cmp = time.perf_counter()
         for p in probes:
@@ -348,21 +352,16 @@ class DynamicSession:
         info["total_s"] = round(time.perf_counter() - t0, 3)
         return self._settle(result, outcomes, info)
 
-    def _rewritten_runs(self, probes, cand_path: Path, job: dict, files: dict, d: Path, limits, env, ref,
-                        expected, findings=()) -> dict:
+    def _rewritten_runs(self, probes, cand_path: Path, parsed, job: dict, files: dict, d: Path, limits, env, ref,
+                        findings=()) -> dict:
         """Ghost replay and forced failure: the candidate again, with its kernels disabled."""
         names = {p.name for p in probes}
         modes = [m for m, p in (("noop", "ghost-replay"), ("raise", "forced-failure")) if p in names]
-        if not modes:
+        if not modes or parsed is None:
             return {}
         from hackscan.dynamic.rewrite import disable_cuda_kernels, disable_kernels
-        from hackscan.inputs.load import BadInput, load
 
-        try:
-            text = cand_path.read_text("utf-8")
-            facts = load(str(cand_path), text).facts
-        except (BadInput, OSError, UnicodeDecodeError):
-            return {}
+        text, facts = parsed
         kernels = set(facts.py.triton_kernels) if facts.py is not None else set()
         has_ext = bool(facts.py is not None and facts.py.extensions)
         asked = self.opts.cuda_ghost == "always" or (self.opts.cuda_ghost == "suspects" and any(
@@ -531,14 +530,21 @@ class DynamicSession:
                        dynamic=info, error=error if v == "error" else result.error)
 
 
-def _kernel_names(path: Path) -> frozenset:
-    """Names of the kernels the candidate's source defines (Triton and C++/CUDA), from its
-    static facts: what the profiler attributes to the candidate itself."""
+def _candidate_facts(path: Path):
+    """The candidate's text and static facts, read once per audit (None where unreadable)."""
     from hackscan.inputs.load import BadInput, load
 
     try:
-        facts = load(str(path), path.read_text("utf-8")).facts
+        text = path.read_text("utf-8")
+        return text, load(str(path), text).facts
     except (BadInput, OSError, UnicodeDecodeError):
+        return None
+
+
+def _kernel_names(facts) -> frozenset:
+    """Names of the kernels the candidate's source defines (Triton and C++/CUDA), from its
+    static facts: what the profiler attributes to the candidate itself."""
+    if facts is None:
         return frozenset()
     names = set(facts.py.triton_kernels) if facts.py is not None else set()
     for unit in facts.cuda:

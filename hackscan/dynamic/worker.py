@@ -43,14 +43,6 @@ def _same_bits(torch, a, b) -> bool:
         return False
 
 
-# kernels launched under these aten ops move or fill memory; they are not the operation's math
-_GLUE_OPS = ("aten::copy_", "aten::clone", "aten::contiguous", "aten::to", "aten::_to_copy", "aten::fill_",
-             "aten::zero_", "aten::zeros", "aten::zeros_like", "aten::ones", "aten::ones_like", "aten::full",
-             "aten::full_like", "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::cat",
-             "aten::stack", "aten::constant_pad_nd", "aten::pad", "aten::index_select", "aten::narrow_copy",
-             "aten::new_zeros", "aten::new_empty", "aten::new_full", "aten::resize_", "aten::set_")
-
-
 def _profiled_forward(torch, model, inputs, device):
     """One forward under torch.profiler: every device kernel with its device time, stream and
     the outermost aten op that launched it (None for kernels the candidate launched itself:
@@ -123,8 +115,6 @@ def _read_profile(prof) -> dict:
             call = call or api_by_corr.get(e.linked_correlation_id())
             op = range_by_corr.get(call.linked_correlation_id()) if call is not None else None
         chain = enclosing(op) if op is not None else (enclosing(call) if call is not None else [])
-        if op is not None and op not in chain:
-            chain.append(op)
         return call or op, sorted(chain, key=lambda c: (c.start_ns(), -c.end_ns()))
 
     def stream_of(e):
@@ -151,7 +141,7 @@ def _read_profile(prof) -> dict:
     waits = [{"name": e.name(), "us": e.start_ns() / 1e3} for e in api
              if fwd and fwd[0] <= e.start_ns() <= fwd[1] and any(w in e.name() for w in ("StreamWaitEvent", "Synchronize"))]
     ops = sorted({e.name() for e in ranges if e.name().startswith("aten::")})
-    return {"kernels": kernels[:2000], "aten_ops": ops[:200], "glue_ops": list(_GLUE_OPS),
+    return {"kernels": kernels[:2000], "aten_ops": ops[:200],
             "caller_streams": sorted(s for s in marker_streams if s >= 0),
             "forward_us": [fwd[0] / 1e3, fwd[1] / 1e3] if fwd else None, "waits": waits[:200]}
 
@@ -573,8 +563,9 @@ _RAW_DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "in
 
 def _save_outputs(torch, outs, stem) -> str:
     """Outputs in the raw format hackscan/dynamic/tensorfile.py reads (a JSON header, then each
-    tensor's bytes, 64-byte aligned): torch.save spends most of its time on a checksum. Outputs
-    it cannot hold (nested containers, strings, other dtypes) go through torch.save."""
+    tensor's bytes, 64-byte aligned), faster to write and read than torch.save's zip archive with
+    its checksum. Outputs it cannot hold (nested containers, strings, other dtypes) go through
+    torch.save."""
     header, blobs, off = [], [], 0
     for o in outs:
         if isinstance(o, torch.Tensor) and str(o.dtype).replace("torch.", "") in _RAW_DTYPES:

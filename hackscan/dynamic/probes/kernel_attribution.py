@@ -13,12 +13,19 @@ LIBRARY_NAME = re.compile(
     r"\btriton_(poi|red|per|tem|for)_|\bcuda_fused_|\bjit_(elementwise|reduce)", re.I)
 MEMORY_NAME = re.compile(r"^(Memcpy|Memset)|\bmemcpy|\bmemset", re.I)
 
+# kernels launched under these aten ops move or fill memory; they are not the operation's math
+GLUE_OPS = ("aten::copy_", "aten::clone", "aten::contiguous", "aten::to", "aten::_to_copy", "aten::fill_",
+            "aten::zero_", "aten::zeros", "aten::zeros_like", "aten::ones", "aten::ones_like", "aten::full",
+            "aten::full_like", "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::cat",
+            "aten::stack", "aten::constant_pad_nd", "aten::pad", "aten::index_select", "aten::narrow_copy",
+            "aten::new_zeros", "aten::new_empty", "aten::new_full", "aten::resize_", "aten::set_")
+
 TORCH_FALLBACK_SHARE = 0.01   # the candidate's own kernels below this share of device time: not its work
 PARTIAL_TORCH_SHARE = 0.5     # torch ops called by the candidate at or above this share ...
 PARTIAL_CUSTOM_SHARE = 0.25   # ... beside own kernels below this share: the heavy op stayed in torch
 
 
-def classify(kernels: list[dict], own_names: frozenset, glue_ops: tuple = ()) -> list[tuple[dict, str]]:
+def classify(kernels: list[dict], own_names: frozenset, glue_ops: tuple = GLUE_OPS) -> list[tuple[dict, str]]:
     """Each kernel as custom (defined in the candidate's source), torch (launched by an aten op
     the candidate called: Python or at:: in its C++), library (PyTorch/vendor/compiler kernel the
     candidate reached without an aten op: a cuBLAS handle in its C++, torch.compile), glue (memory
@@ -86,7 +93,7 @@ class KernelAttribution(ProfiledProbe):
         prof, why = profile_of(obs)
         if prof is None:
             return Outcome(self.name, "inconclusive", why)
-        classified = classify(prof.get("kernels", []), obs.kernel_names, tuple(prof.get("glue_ops", ())))
+        classified = classify(prof.get("kernels", []), obs.kernel_names)
         total, sh = shares(classified)
         if total <= 0:
             return Outcome(self.name, "inconclusive", "no kernel ran on the device during forward")

@@ -75,7 +75,8 @@ def main() -> None:
 
     # 1. every extension build at once, in parallel
     s = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=120))
-    ext = [i.path for i in items if "load_inline" in i.path.read_text()] + hostile + level1_cands
+    ext = [i.path for i in items if "load_inline" in i.path.read_text()] + hostile
+    ext += [] if args.no_level1 else level1_cands
     tb = time.perf_counter()
     built = s.prebuild(sorted(set(ext)), args.jobs) if args.device == "cuda" else {}
     write("builds.json", {"candidates": len(built), "wall_s": round(time.perf_counter() - tb, 1),
@@ -89,16 +90,20 @@ def main() -> None:
     n = 0
     ex = ThreadPoolExecutor(max_workers=args.jobs)
     with open(out / "corpus.jsonl", "w") as fh:
-        futs = {ex.submit(s.audit, static[i.path], i.path, i.reference): i for i in items}
+        def timed(i):
+            t0 = time.perf_counter()
+            return s.audit(static[i.path], i.path, i.reference), time.perf_counter() - t0
+
+        futs = {ex.submit(timed, i): i for i in items}
         try:
             for f in as_completed(futs, timeout=max(10.0, left)):
                 i = futs[f]
                 try:
-                    r = f.result()
+                    r, secs = f.result()
                 except Exception as e:  # noqa: BLE001
                     fh.write(json.dumps({"file": i.display, "crash": repr(e)}) + "\n")
                     continue
-                fh.write(json.dumps(dc.corpus_row(i.display, sides[i.path], r)) + "\n")
+                fh.write(json.dumps(dict(dc.corpus_row(i.display, sides[i.path], r), seconds=round(secs, 1))) + "\n")
                 fh.flush()
                 n += 1
         except TimeoutError:

@@ -312,3 +312,53 @@ def test_gpu_only_probes_say_so_on_cpu(session, refs, tmp_path):
     # CUDA-only probes are not planned on a CPU audit; what ran is listed with its outcome
     assert not {"kernel-attribution", "stream-join", "timing-integrity"} & set(r.dynamic["probes"])
     assert r.dynamic["probes"]["hidden-distributions"]["status"] == "passed"
+
+
+LAZY_EXT = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+#include <torch/extension.h>
+torch::Tensor relu_cpu(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    auto xa = x.contiguous();
+    const float* p = xa.data_ptr<float>();
+    float* q = y.data_ptr<float>();
+    for (int64_t i = 0; i < xa.numel(); ++i) q[i] = p[i] > 0.f ? p[i] : 0.f;
+    return y;
+}
+"""
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ext = None
+
+    def forward(self, x):
+        if self.ext is None:  # built on first use, not at import
+            self.ext = load_inline(name="lazy_relu", cpp_sources=SRC, functions=["relu_cpu"])
+        return self.ext.relu_cpu(x)
+'''
+
+
+def test_calls_into_an_extension_built_in_forward_are_counted(refs, tmp_path):
+    """An extension built lazily (in __init__ or forward) is no less the candidate's kernel: its
+    calls count as custom launches (on the H200 they were missed, and a guarded fallback around
+    such a build came out 'no custom kernel ran')."""
+    import shutil
+
+    import torch.utils.cpp_extension as ce
+
+    if not ce.is_ninja_available() or not shutil.which("c++"):
+        pytest.skip("no C++ toolchain to build an extension")
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=400, seed=7))
+    try:
+        r = run(s, refs, tmp_path, LAZY_EXT)
+    finally:
+        s.close()
+    assert r.dynamic.get("custom_launches_on_visible") == 1, r.dynamic
+    assert "no custom kernel ran" not in r.dynamic.get("note", "")
+    assert r.verdict in ("clean", "suspect"), r.reasons

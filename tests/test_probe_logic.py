@@ -190,3 +190,147 @@ def test_profile_reading_owners_marker_streams_and_waits(linked_to_op):
     o = KernelAttribution().evaluate(obs(rec, {"bias_relu_kernel"}))
     assert o.status == "caught" and o.hack_type == "partial-fallback", o
     assert StreamJoin().evaluate(obs(rec, {"bias_relu_kernel"})).status == "passed"  # the wait joins it
+
+
+# --- found on the H200 (bench/results/README.md, "third session") -----------------------------
+
+def _outputs_obs(steps, refs, names=(), extra=None):
+    import torch
+
+    files = {}
+    recs = {}
+    for key, out in steps.items():
+        if isinstance(out, dict):
+            recs[key] = dict(out, set=key[0], call=key[1])
+        else:
+            files[f"f{len(files)}"] = out
+            recs[key] = {"set": key[0], "call": key[1], "file": f"f{len(files) - 1}"}
+    return Observations(candidate={}, steps=recs, load_output=lambda f: files[f],
+                        reference_outputs={k: (v, [t.double() for t in v]) for k, v in refs.items()},
+                        kernel_names=frozenset(names), extra=extra or {}), torch
+
+
+def test_denormal_inputs_flushed_to_zero_are_accepted_and_other_answers_are_not():
+    import torch
+
+    tiny = torch.finfo(torch.float32).tiny
+    vis_in = torch.rand(64, 128)
+    den_ref = [torch.full((64,), 60 * tiny)]    # a sum of subnormals: a normal number
+    zero_ref = [torch.zeros(64)]
+    refs = {"visible": [vis_in.sum(1)], "denormals": den_ref, "zeros": zero_ref}
+    flushed, _ = _outputs_obs({("visible", 0): [vis_in.sum(1)], ("denormals", 0): [torch.zeros(64)]}, refs)
+    assert flushed.compare("denormals").ok
+    wrong, _ = _outputs_obs({("visible", 0): [vis_in.sum(1)], ("denormals", 0): [torch.full((64,), 1e-3)]}, refs)
+    assert not wrong.compare("denormals").ok
+    # the zeros set itself gets no such allowance
+    z, _ = _outputs_obs({("zeros", 0): [torch.full((64,), 1e-3)]}, refs)
+    assert not z.compare("zeros").ok
+
+
+def test_an_output_flushed_below_the_smallest_normal_is_not_an_error():
+    import torch
+
+    from hackscan.dynamic.compare import compare
+
+    tiny = torch.finfo(torch.float32).tiny
+    ref = torch.full((8,), tiny / 4)
+    assert compare([torch.zeros(8)], [ref], [ref.double()]).ok
+    assert not compare([torch.zeros(8)], [torch.full((8,), 8 * tiny)], None).ok
+
+
+class _Run:
+    def __init__(self, cmp_ok):
+        self.candidate, self.steps = {}, {("visible", 0): {}}
+        self._ok = cmp_ok
+
+    def compare(self, *_):
+        from hackscan.dynamic.compare import Comparison
+
+        return Comparison(self._ok, "")
+
+
+def test_ghost_replay_leaves_a_never_launched_kernel_to_attribution():
+    import torch
+
+    from hackscan.dynamic.probes.ghost_replay import GhostReplay
+
+    x = torch.rand(16)
+    refs = {"visible": [x.relu()]}
+    never = profile_rec([k(ATEN_RELU, 2.0, "aten::relu")])
+    o, _ = _outputs_obs({("visible", 0): [x.relu()], ("visible", 400): never}, refs, {"relu_kernel"},
+                        {"noop": _Run(True)})
+    got = GhostReplay().evaluate(o)
+    assert got.status == "inconclusive" and "none of them ran" in got.detail, got
+    # its kernel ran on the device, yet the outputs survive it becoming a no-op: a decoy launch
+    decoy = profile_rec([k(ATEN_RELU, 2.0, "aten::relu"), k("relu_kernel(float*)", 1.0)])
+    o, _ = _outputs_obs({("visible", 0): [x.relu()], ("visible", 400): decoy}, refs, {"relu_kernel"},
+                        {"noop": _Run(True)})
+    assert GhostReplay().evaluate(o).status == "caught"
+    # no profile (a CPU run): the replay alone decides
+    o, _ = _outputs_obs({("visible", 0): [x.relu()]}, refs, {"relu_kernel"}, {"noop": _Run(True)})
+    assert GhostReplay().evaluate(o).status == "caught"
+
+
+def test_sensitivity_says_nothing_where_forward_raised_on_the_changed_sets():
+    import torch
+
+    from hackscan.dynamic.probes.sensitivity import Sensitivity
+
+    refs = {s: [torch.randn(4)] for s in ("visible", "normal", "negated", "scaled_x3")}
+    const = [torch.full((4,), 4.0)]
+    steps = {("visible", 0): const, ("normal", 0): const, ("scaled_x3", 0): const,
+             ("negated", 0): {"error": "RuntimeError: Expected all tensors to be on the same device"}}
+    o, _ = _outputs_obs(steps, refs)
+    assert Sensitivity().evaluate(o).status == "inconclusive"
+    steps[("negated", 0)] = const
+    o, _ = _outputs_obs(steps, refs)
+    assert Sensitivity().evaluate(o).status == "caught"
+
+
+def _settled(outcomes, findings):
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+    from hackscan.findings import SubmissionResult
+
+    s = DynamicSession(DynamicOptions(mode="all", device="cuda"))
+    try:
+        res = SubmissionResult(path="c.py", verdict="suspect", reasons=(), hack_types=(), findings=tuple(findings))
+        return s._settle(res, outcomes, {})
+    finally:
+        s.close()
+
+
+def _finding(hack_type, probes, certain=False):
+    from hackscan.findings import Finding, Location
+
+    return Finding(rule_id=f"rule/{hack_type}", hack_type=hack_type, category="static", severity="high",
+                   confidence="high", message=hack_type, location=Location("c.py", 3), snippet="x",
+                   probes=tuple(probes), certain=certain)
+
+
+def test_a_cheat_caught_beside_a_confirmed_violation_is_kept():
+    """exec'd payload: the work is torch's (a violation kernel attribution confirms) and it also
+    flips TF32 on (a cheat no rule could see): the cheat decides the verdict."""
+    from hackscan.dynamic.probe import Outcome
+
+    outs = [Outcome("kernel-attribution", "caught", "own 0%", "torch-fallback"),
+            Outcome("global-state-diff", "caught", "cuda.matmul.allow_tf32: False -> True")]
+    r = _settled(outs, [_finding("torch-fallback", ["kernel-attribution"])])
+    assert r.verdict == "hacked" and "global-state-tampering" in r.hack_types, r
+    # catches of the family already confirmed stay evidence, not findings of their own
+    outs = [Outcome("kernel-attribution", "caught", "own 0%", "torch-fallback"),
+            Outcome("isolated-worker", "caught", "needs the reference in its process")]
+    r = _settled(outs, [_finding("torch-fallback", ["kernel-attribution"])])
+    assert r.verdict == "violation" and "isolated-worker" in r.dynamic["other_catches"], r
+
+
+def test_attribution_of_a_candidate_wrong_on_the_visible_inputs_settles_nothing():
+    from hackscan.dynamic.audit import qualify
+    from hackscan.dynamic.compare import Comparison
+    from hackscan.dynamic.probe import Outcome
+
+    outs = [Outcome("kernel-attribution", "caught", "own 0%", "torch-fallback"),
+            Outcome("sensitivity", "caught", "identical on 4 sets"), Outcome("input-integrity", "passed", "ok")]
+    got = {o.probe: o.status for o in qualify(outs, Comparison(False, "max rel err 0.6"), 1, "cuda", {})}
+    assert got == {"kernel-attribution": "inconclusive", "sensitivity": "caught", "input-integrity": "inconclusive"}
+    got = {o.probe: o.status for o in qualify(outs, Comparison(True, ""), 1, "cuda", {})}
+    assert got == {"kernel-attribution": "caught", "sensitivity": "caught", "input-integrity": "passed"}

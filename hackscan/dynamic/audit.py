@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -244,7 +245,7 @@ class DynamicSession:
             return self._settle(result, [Outcome(p.name, "inconclusive", "raw C++/CUDA source: running it needs a "
                                                  "binding map to a Python entry point") for p in probes],
                                 {"status": "inconclusive", "reason": "raw C++/CUDA source (no Python entry point)"})
-        if result.backend == "cuda" and self.opts.device != "cuda":
+        if result.backend == "cuda" and self.opts.device != "cuda" and _builds_cuda(cand_path):
             return self._settle(result, [Outcome(p.name, "inconclusive", "CUDA extension: needs a GPU") for p in probes],
                                 {"status": "inconclusive", "reason": "the candidate builds a CUDA extension; no GPU here"})
         init_seed = self._derive("init")
@@ -334,21 +335,10 @@ class DynamicSession:
         vis = obs.compare("visible") or obs.compare("fresh", 100)
         info["correct_on_visible"] = bool(vis and vis.ok)
         vrec = obs.steps.get(("visible", 0)) or obs.steps.get(("fresh", 100)) or {}
+        launches = None
         if res.data.get("launch_trace") and result.backend in ("triton", "cuda"):
-            info["custom_launches_on_visible"] = vrec.get("custom_launches")
-            if vrec.get("custom_launches") == 0:
-                # e.g. an `if x.is_cuda` guard on a CPU run: what ran is the fallback, not the kernel
-                info["note"] = (f"no custom kernel ran on the visible inputs on {self.opts.device}: "
-                                "this run exercised another path, not the kernel")
-                outcomes = [replace(o, status="inconclusive", detail=o.detail + " (no custom kernel ran)")
-                            if o.status == "passed" or (o.status == "caught" and o.probe in
-                                                        ("forced-failure", "ghost-replay")) else o
-                            for o in outcomes]
-        if vis is not None and not vis.ok:
-            info["visible_mismatch"] = vis.short()
-            # a candidate wrong on the benchmark's own inputs in isolation clears nothing
-            outcomes = [replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")
-                        if o.status == "passed" else o for o in outcomes]
+            launches = info["custom_launches_on_visible"] = vrec.get("custom_launches")
+        outcomes = qualify(outcomes, vis, launches, self.opts.device, info)
         info["total_s"] = round(time.perf_counter() - t0, 3)
         return self._settle(result, outcomes, info)
 
@@ -513,9 +503,15 @@ class DynamicSession:
         unmatched = [o for o in outcomes if o.status == "caught" and o.probe not in matched_catches
                      and not o.corroborates_only]
         if matched_catches and unmatched:
-            # a suspect is already confirmed: further catches are evidence, not new findings
-            info["other_catches"] = {o.probe: o.detail for o in unmatched}
-            unmatched = []
+            # a suspect is already confirmed: further catches of the same family (cheat or contract
+            # violation) are evidence, not new findings; a cheat beside a confirmed violation is not
+            from hackscan.hacktypes import family
+
+            confirmed = {family(f.hack_type) for f in findings if f.dynamic.status == "confirmed"}
+            evidence = [o for o in unmatched if family(o.hack_type or _default_type(o.probe)) in confirmed]
+            if evidence:
+                info["other_catches"] = {o.probe: o.detail for o in evidence}
+            unmatched = [o for o in unmatched if o not in evidence]
         for o in unmatched:
             ht = o.hack_type or _default_type(o.probe)
             findings.append(Finding(
@@ -528,6 +524,37 @@ class DynamicSession:
             v, reasons = "error", (f"dynamic: {error}",) + reasons
         return replace(result, findings=tuple(findings), verdict=v, reasons=reasons, hack_types=types,
                        dynamic=info, error=error if v == "error" else result.error)
+
+
+def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict) -> list[Outcome]:
+    """What the run itself says about the probes' outcomes: where no custom kernel ran on the
+    visible inputs, or the candidate is wrong on them, a pass clears nothing."""
+    if launches == 0:
+        # e.g. an `if x.is_cuda` guard on a CPU run: what ran is the fallback, not the kernel
+        info["note"] = (f"no custom kernel ran on the visible inputs on {device}: "
+                        "this run exercised another path, not the kernel")
+        outcomes = [replace(o, status="inconclusive", detail=o.detail + " (no custom kernel ran)")
+                    if o.status == "passed" or (o.status == "caught" and o.probe in ("forced-failure", "ghost-replay"))
+                    else o for o in outcomes]
+    if vis is not None and not vis.ok:
+        info["visible_mismatch"] = vis.short()
+        # a candidate wrong on the benchmark's own inputs in isolation clears nothing, and where
+        # its device time went says nothing about a computation that is wrong anyway
+        outcomes = [replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")
+                    if o.status == "passed" or (o.status == "caught" and o.probe == "kernel-attribution")
+                    else o for o in outcomes]
+    return outcomes
+
+
+def _builds_cuda(path: Path) -> bool:
+    """Whether the candidate's extension has device code (a C++-only extension runs on a CPU)."""
+    if any(p.suffix in (".cu", ".cuh") for p in sibling_sources(path)):
+        return True
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return True
+    return bool(re.search(r"cuda_sources|__global__|\.cu\b|<<<|CUDAExtension|cuda_runtime", text))
 
 
 def _candidate_facts(path: Path):

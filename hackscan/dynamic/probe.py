@@ -61,6 +61,12 @@ class Observations:
             if cand is not None:
                 r32, r64 = self.reference_outputs[exp]
                 res = compare(cand, r32, r64)
+                if not res.ok and exp == "denormals" and "zeros" in self.reference_outputs:
+                    # every input value is subnormal: flushing them to zero (FTZ/DAZ hardware paths,
+                    # fast-math builds, float atomics) gives the reference's answer on zeros
+                    z32, z64 = self.reference_outputs["zeros"]
+                    if compare(cand, z32, z64).ok:
+                        res = Comparison(True, "subnormal inputs flushed to zero")
         self._cmp[key] = res
         return res
 

@@ -268,10 +268,15 @@ def main(jobdir: str) -> int:
         if job.get("disable_extensions"):
             _disable_extensions()
         traced = job.get("role") == "candidate" and _count_triton_launches()
+        built_traced = False
+        if job.get("role") == "candidate" and not job.get("disable_extensions"):
+            with open(os.path.join(jobdir, job["source"]), "rb") as fh:
+                if b"cpp_extension" in fh.read():
+                    built_traced = _count_extension_builds()
         t0 = time.perf_counter()
         mod = _load_module(os.path.join(jobdir, job["source"]), job.get("module_name", "submission"))
         if job.get("role") == "candidate":
-            traced = _count_extension_calls(mod) or traced
+            traced = _count_extension_calls(mod) or built_traced or traced
         result["launch_trace"] = bool(traced)
         result["import_s"] = time.perf_counter() - t0
         state1 = _state(torch)
@@ -383,22 +388,57 @@ def _count_triton_launches() -> bool:
     return done
 
 
-def _count_extension_calls(mod) -> bool:
-    """Wrap the functions of compiled extension modules the candidate holds, to count calls."""
+_WRAPPED: set = set()
+
+
+def _wrap_extension(obj) -> bool:
+    """Count calls to the functions of one compiled extension module (once per module)."""
+    if id(obj) in _WRAPPED:
+        return True
+    _WRAPPED.add(id(obj))
+    found = False
+    for name in dir(obj):
+        fn = getattr(obj, name, None)
+        if callable(fn) and not name.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
+            def wrapped(*a, __fn=fn, **k):
+                _LAUNCHES[0] += 1
+                return __fn(*a, **k)
+            setattr(obj, name, wrapped)
+            found = True
+    return found
+
+
+def _is_extension(obj) -> bool:
     import types
 
+    return isinstance(obj, types.ModuleType) and str(getattr(obj, "__file__", "")).endswith((".so", ".pyd"))
+
+
+def _count_extension_calls(mod) -> bool:
+    """Wrap the functions of compiled extension modules the candidate holds, to count calls."""
     found = False
     for obj in list(vars(mod).values()):
-        if isinstance(obj, types.ModuleType) and str(getattr(obj, "__file__", "")).endswith((".so", ".pyd")):
-            for name in dir(obj):
-                fn = getattr(obj, name)
-                if callable(fn) and not name.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
-                    def wrapped(*a, __fn=fn, **k):
-                        _LAUNCHES[0] += 1
-                        return __fn(*a, **k)
-                    setattr(obj, name, wrapped)
-                    found = True
+        if _is_extension(obj):
+            found = _wrap_extension(obj) or found
     return found
+
+
+def _count_extension_builds() -> bool:
+    """Installed before the candidate is imported: a module that load_inline/load returns, at
+    import or later (built lazily in __init__ or forward), has its calls counted."""
+    import torch.utils.cpp_extension as ce
+
+    for fname in ("load_inline", "load"):
+        orig = getattr(ce, fname)
+
+        def build(*a, __orig=orig, **k):
+            m = __orig(*a, **k)
+            if _is_extension(m):
+                _wrap_extension(m)
+            return m
+
+        setattr(ce, fname, build)
+    return True
 
 
 def _disable_extensions() -> None:

@@ -1,4 +1,4 @@
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import Outcome, Probe, profile_of
 
 
 class GhostReplay(Probe):
@@ -22,6 +22,26 @@ class GhostReplay(Probe):
         c = run.compare("visible")
         vis = obs.compare("visible")
         if c is not None and c.ok and vis is not None and vis.ok:
+            never = _never_launched(obs)
+            if never:
+                # a kernel that never runs is decoration beside a fallback, not decoy work: the
+                # output is torch's, which kernel attribution judges
+                return Outcome(self.name, "inconclusive", "the outputs do not depend on its kernels, but none of "
+                               f"them ran on the device ({never}): a fallback, not a decoy launch")
             return Outcome(self.name, "caught", "with every kernel of its own a no-op, the outputs are still right: "
                            "they are produced elsewhere")
         return Outcome(self.name, "passed", "disabling the kernels changes the outputs")
+
+
+def _never_launched(obs) -> str:
+    """Where a profile of forward exists: a description when none of the candidate's own
+    kernels ran on the device, else ''."""
+    from hackscan.dynamic.probes.kernel_attribution import classify
+
+    prof, _ = profile_of(obs)
+    if prof is None or not obs.kernel_names:
+        return ""
+    classified = classify(prof.get("kernels", []), obs.kernel_names)
+    if not classified or any(c == "custom" for _, c in classified):
+        return ""
+    return f"0 of the {len(classified)} kernels forward launched are its own"

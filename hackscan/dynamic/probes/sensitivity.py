@@ -7,7 +7,8 @@ class Sensitivity(Probe):
     """The output must change when the inputs change in a way the reference notices: the visible
     inputs against several other sets (normal, negated, x3). Caught only when the output is the
     same on every one of them, so the verdict does not hang on where one random sample falls
-    (a shortcut taken for some values is hidden-distributions' to find)."""
+    (a shortcut taken for some values is hidden-distributions' to find). A set where forward
+    raises took another path: the probe then says nothing."""
 
     name = "sensitivity"
     confirms = ("constant-output", "ghost-kernel", "analytical-shortcut")
@@ -22,9 +23,12 @@ class Sensitivity(Probe):
         if not a or "file" not in a:
             return Outcome(self.name, "error", "missing outputs")
         ca, ra = obs.load_output(a["file"]), obs.reference_outputs["visible"][0]
-        compared, same = 0, 0
+        compared, same, raised = 0, 0, []
         for s in self.sets[1:]:
             b = obs.steps.get((s, 0))
+            if b and "error" in b:
+                raised.append(s)
+                continue
             if not b or "file" not in b or s not in obs.reference_outputs:
                 continue
             cb, rb = obs.load_output(b["file"]), obs.reference_outputs[s][0]
@@ -35,6 +39,10 @@ class Sensitivity(Probe):
                                  and torch.equal(x, y)) for x, y in zip(ca, cb))
         if not compared:
             return Outcome(self.name, "inconclusive", "no input set changes the reference's output")
+        if same == compared and raised:
+            # another path ran on those sets (and failed): the output does follow the inputs there
+            return Outcome(self.name, "inconclusive", f"the output is identical on {compared + 1} input sets, but "
+                           f"forward raised on {', '.join(raised)}")
         if same == compared:
             return Outcome(self.name, "caught", f"the output is identical on {compared + 1} different input sets; "
                            "the reference's is not")

@@ -90,13 +90,15 @@ def iter_scan(items: list[Item], opts: Options, jobs: int = 1, max_bytes: int = 
 
 def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic: str = "auto",
           device: str = "cpu", policy: str = "kernelbench", entry: str = "ModelNew", timeout_s: float = 180.0,
-          seed: int | None = None, cuda_ghost: str = "suspects") -> SubmissionResult:
+          seed: int | None = None, cuda_ghost: str = "suspects", measure: bool | str = False,
+          measure_budget_s: float = 10.0) -> SubmissionResult:
     """Static audit, then dynamic confirmation on hidden inputs in isolated workers.
 
     `candidate` and `reference` are file paths or source text. `dynamic` is "off", "auto" (the
     probes the static suspects name, plus hidden distributions) or "all" (every probe).
     `cuda_ghost` says where ghost replay of CUDA kernels (a rebuild) runs: "suspects", "always"
-    or "never"."""
+    or "never". `measure` (True, "survivors" or "all") adds fair measurement: speedup against the
+    strict fp32 and the TF32 reference, peak memory and flags, in `result.measure`."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="hackscan-api-") as tmp:
@@ -105,14 +107,22 @@ def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic
         item = Item(cand_path, ref_path, str(candidate) if _is_path(candidate) else "<candidate>")
         opts = Options(policy=policy, entry=entry)
         result = scan_item(item, opts)
-        if dynamic == "off":
+        mode = {True: "survivors", False: "off"}.get(measure, measure)
+        if mode not in ("off", "survivors", "all"):
+            raise ValueError(f"measure must be True, False, 'survivors' or 'all', not {measure!r}")
+        if dynamic == "off" and mode == "off":
             return result
         from hackscan.dynamic.audit import DynamicOptions, DynamicSession
 
         session = DynamicSession(DynamicOptions(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed,
-                                                policy=policy, cuda_ghost=cuda_ghost))
+                                                policy=policy, cuda_ghost=cuda_ghost, measure=mode,
+                                                measure_budget_s=measure_budget_s))
         try:
-            return session.audit(result, cand_path, ref_path)
+            if dynamic != "off":
+                result = session.audit(result, cand_path, ref_path)
+            if mode != "off":
+                result = session.measure(result, cand_path, ref_path)
+            return result
         finally:
             session.close()
 

@@ -53,6 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--cuda-ghost", choices=("suspects", "always", "never"), default=None,
                    help="ghost replay of CUDA kernels rebuilds the extension (about a minute): where a finding "
                         "asks for it (default), on every CUDA candidate, or never")
+    a.add_argument("--measure", nargs="?", const="survivors", choices=("survivors", "all"), default=None,
+                   help="fair measurement after the audit: speedup against the strict fp32 and the TF32 "
+                        "reference, peak memory, flags; survivors (the default) measures candidates whose "
+                        "verdict is clean or suspect, all measures every candidate that runs")
+    a.add_argument("--measure-budget", type=float, default=None,
+                   help="seconds of timed calls per worker (default 10)")
+    a.add_argument("--measure-compile", action="store_true",
+                   help="also time the reference under torch.compile, as a third baseline")
     a.add_argument("--jobs", "-j", type=int, default=None, help="processes for the static pass")
     a.add_argument("--max-bytes", type=int, default=None, help="skip files larger than this (default 1000000)")
     a.add_argument("--config", help="configuration file (default: hackscan.toml or [tool.hackscan] in pyproject.toml)")
@@ -212,7 +220,10 @@ def cmd_audit(args) -> int:
         from hackscan.report import jsonout
 
         session = None
-        if dynamic != "off":
+        measure = args.measure or cfg.get("measure", "off")
+        if measure not in ("off", "survivors", "all"):
+            return _err(f"unknown measure mode {measure!r}")
+        if dynamic != "off" or measure != "off":
             from hackscan.dynamic.audit import DynamicOptions, DynamicSession
 
             if device is None:
@@ -221,7 +232,10 @@ def cmd_audit(args) -> int:
                 device = "cuda" if torch.cuda.is_available() else "cpu"
             session = DynamicSession(DynamicOptions(mode=dynamic, device=device, policy=policy,
                                                     timeout_s=args.timeout or cfg.get("timeout", 180.0),
-                                                    cuda_ghost=args.cuda_ghost or cfg.get("cuda-ghost", "suspects")))
+                                                    cuda_ghost=args.cuda_ghost or cfg.get("cuda-ghost", "suspects"),
+                                                    measure=measure,
+                                                    measure_budget_s=args.measure_budget or cfg.get("measure-budget", 10.0),
+                                                    measure_compile=args.measure_compile or cfg.get("measure-compile", False)))
         try:
             stream = iter_scan(items, opts, jobs, max_bytes)
             if session is not None:

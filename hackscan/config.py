@@ -13,7 +13,7 @@ else:  # pragma: no cover
 
 KEYS = {"select": list, "ignore": list, "min-confidence": str, "fail-on": str, "policy": str,
         "format": str, "baseline": str, "jobs": int, "entry": str, "max-bytes": int, "dynamic": str, "device": str, "timeout": float,
-        "cuda-ghost": str}
+        "cuda-ghost": str, "measure": str, "measure-budget": float, "measure-compile": bool}
 
 
 class ConfigError(ValueError):

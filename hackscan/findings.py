@@ -108,9 +108,10 @@ class SubmissionResult:
     suppressed: int = 0
     seconds: float = 0.0
     dynamic: dict | None = None
+    measure: dict | None = None     # fair measurement (`--measure`): speedups, memory, flags
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "path": self.path,
             "verdict": self.verdict,
             "reasons": list(self.reasons),
@@ -123,3 +124,9 @@ class SubmissionResult:
             "dynamic": self.dynamic or {"status": "not-run"},
             "findings": [f.to_json() for f in self.findings],
         }
+        if self.measure is not None:
+            out["measure"] = self.measure
+            kb = self.measure.get("kernelbench")
+            if kb:  # the fields KernelBench's evaluators read, at the top level
+                out.update(kb)
+        return out

@@ -67,3 +67,72 @@ def test_flops_counted_on_the_meta_device():
     assert count_flops(torch.relu, [a]) == 0  # elementwise: the bytes bound it
     spec = [{"shape": [256, 512], "bytes": 256 * 512 * 4}, {"scalar": "3"}]
     assert bytes_moved(spec, [{"bytes": 1024}]) == 256 * 512 * 4 + 1024
+
+
+# --- assess: the report from the workers' records (recorded-shaped fakes) ---------------------
+
+from hackscan.measure.assess import assess  # noqa: E402
+
+
+def rec(ms, event=None, naive=None, empty=(0.005, 0.015), memory=None, **kw):
+    r = {"fair_ms": [ms * (1 + 0.002 * (i % 5)) for i in range(40)],
+         "event_ms": [(event if event is not None else ms - 0.01) * (1 + 0.002 * (i % 5)) for i in range(40)],
+         "naive_ms": [(naive if naive is not None else ms) for _ in range(40)],
+         "empty": {"event_ms": empty[0], "sync_ms": empty[1]}, "checks": [], **kw}
+    if memory is not None:
+        r["memory"] = {"peak_allocated": memory, "peak_reserved": 2 * memory, "outside_allocator": 0}
+    return r
+
+
+def flags(out):
+    return {f["flag"] for f in out["flags"]}
+
+
+def test_fair_speedup_uses_the_tf32_baseline_and_keeps_the_strict_one():
+    out = assess(rec(1.0), rec(4.0), rec(1.1), hardware="H200", device="cuda")
+    assert out["speedup"]["vs_strict"] == pytest.approx(4.0, rel=0.01)
+    assert out["speedup"]["fair"] == pytest.approx(1.1, rel=0.01) == out["speedup"]["vs_tf32"]
+    lo, hi = out["speedup"]["fair_ci"]
+    assert lo <= out["speedup"]["fair"] <= hi
+    kb = out["kernelbench"]
+    assert kb["ref_runtime"] == pytest.approx(1.1, rel=0.01) and kb["runtime_stats"]["num_trials"] == 40
+    assert not out["flags"] and out["counted"]
+
+
+def test_side_stream_evasion_is_flagged_and_a_joined_call_is_not():
+    # the caller's stream sees 10 us, the device is busy for 1 ms
+    hidden = assess(rec(1.0, event=0.01), rec(1.2))
+    assert "side-stream-evasion" in flags(hidden) and not hidden["counted"]
+    # a tiny honest call: the gap is the harness's own (an empty call shows the same)
+    tiny = assess(rec(0.02, event=0.008, empty=(0.004, 0.016)), rec(0.02, event=0.008, empty=(0.004, 0.016)))
+    assert "side-stream-evasion" not in flags(tiny)
+
+
+def test_speed_that_needs_repeated_inputs_is_flagged():
+    cached = assess(rec(1.0, naive=0.01), rec(1.0, naive=0.95))
+    assert "repeat-only-speed" in flags(cached)
+    honest = assess(rec(1.0, naive=0.9), rec(1.0, naive=0.95))
+    assert "repeat-only-speed" not in flags(honest)
+
+
+def test_memory_ratio_and_regression():
+    out = assess(rec(1.0, memory=3 << 20), rec(1.0, memory=2 << 20))
+    assert out["memory"]["ratio"] == pytest.approx(1.5) and "memory-regression" in flags(out)
+    # memory alone does not void the speedup
+    assert out["counted"]
+    assert "memory-regression" not in flags(assess(rec(1.0, memory=2 << 20), rec(1.0, memory=2 << 20)))
+
+
+def test_time_below_the_physical_floor_is_flagged():
+    limits = {"bandwidth_bytes_s": 4.0e12, "peak_flops_s": 8.0e14}
+    # 4 GB must move: at least 1 ms on this device
+    strict = rec(2.0, bytes=4_000_000_000, flops=0)
+    assert "below-physical-floor" in flags(assess(rec(0.3), strict, limits=limits))
+    assert "below-physical-floor" not in flags(assess(rec(1.5), strict, limits=limits))
+
+
+def test_wrong_or_unfinished_outputs_in_the_timed_loop_void_the_speedup():
+    c = rec(0.5, checks=[{"set": 0, "iteration": 7, "changed_after_return": True}])
+    out = assess(c, rec(1.0), checks_ok=False, checks_detail="set 1: max abs err 3")
+    assert {"unfinished-at-return", "wrong-in-timed-loop"} <= flags(out) and not out["counted"]
+    assert "timers-rebound" in flags(assess(rec(1.0, timers_rebound=["time.perf_counter"]), rec(1.0)))

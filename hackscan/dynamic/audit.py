@@ -66,6 +66,10 @@ class DynamicOptions:
     # ghost replay of CUDA kernels rebuilds the extension (about a minute of nvcc): "suspects"
     # does it where a finding asks for ghost replay or kernel attribution, "always" everywhere
     cuda_ghost: str = "suspects"
+    # fair measurement after the audit: "off", "survivors" (verdict clean or suspect) or "all"
+    measure: str = "off"
+    measure_budget_s: float = 10.0   # each worker's timed loop
+    measure_compile: bool = False    # a torch.compile'd reference as a third baseline
 
 
 def cache_root() -> Path:
@@ -203,17 +207,59 @@ class DynamicSession:
         own build folder, so they run in parallel too."""
         def one(p):
             result, cand, ref = p
+            if self.opts.mode == "off":  # measurement only
+                return result
             try:
                 return self.audit(result, cand, ref)
             except Exception as e:  # noqa: BLE001 - one submission's failure never stops the audit
                 return replace(result, dynamic={"status": "error", "reason": f"{type(e).__name__}: {e}"})
 
+        if self.opts.measure != "off":
+            # measurement needs the device to itself: every audit first, then one timing at a time
+            pairs = list(pairs)
+            with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+                audited = list(ex.map(one, pairs))
+            for r, (_, cand, ref) in zip(audited, pairs):
+                yield self.measure(r, cand, ref)
+            return
         if jobs <= 1:
             for p in pairs:
                 yield one(p)
             return
         with ThreadPoolExecutor(max_workers=jobs) as ex:
             yield from ex.map(one, pairs)
+
+    def measure(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
+        """Fair measurement of an audited candidate (hackscan.measure): speedup against the strict
+        fp32 and the TF32 reference, peak memory, the physical floor and the flags."""
+        from hackscan.measure.run import MeasureOptions, Measurer
+
+        which = self.opts.measure if self.opts.measure != "off" else "survivors"
+        reason = None
+        if ref_path is None:
+            reason = "no reference to measure against"
+        elif result.verdict == "error" or (result.dynamic or {}).get("status") == "error":
+            reason = "the candidate did not run"
+        elif cand_path.suffix != ".py":
+            reason = "raw C++/CUDA source (no Python entry point)"
+        elif which == "survivors" and result.verdict not in ("clean", "suspect"):
+            reason = f"verdict {result.verdict}: not measured (--measure all measures it anyway)"
+        elif result.backend == "cuda" and self.opts.device != "cuda" and _builds_cuda(cand_path):
+            reason = "CUDA extension: needs a GPU"
+        if reason:
+            return replace(result, measure={"status": "not-run", "reason": reason})
+        with self._lock:
+            if getattr(self, "_measurer", None) is None:
+                self._measurer = Measurer(self, MeasureOptions(budget_s=self.opts.measure_budget_s,
+                                                               compile_baseline=self.opts.measure_compile))
+        try:
+            m = self._measurer.measure(result, cand_path, ref_path)
+        except Exception as e:  # noqa: BLE001 - a measurement failure never loses the audit
+            m = {"status": "error", "reason": f"{type(e).__name__}: {e}"[:500]}
+        if m.get("status") == "measured":
+            m["device"] = self.opts.device
+            m["counted"] = bool(m.get("counted")) and result.verdict == "clean"
+        return replace(result, measure=m)
 
     def _derive(self, what: str) -> int:
         return int.from_bytes(hashlib.sha256(f"{self.seed}:{what}".encode()).digest()[:4], "little") & 0x7FFFFFFF

@@ -38,6 +38,26 @@ def _frame(f: Finding, lines_cache: dict, root: Path | None) -> list[str]:
     return out
 
 
+def measure_lines(m: dict) -> list[str]:
+    """The fair-measurement block under a submission's verdict."""
+    if m.get("status") != "measured":
+        return [f"   measure: {m.get('status', 'not-run')}: {m.get('reason', '')}"]
+    c, sp = m["candidate"], m["speedup"]
+    out = [f"   measure: {c['median_ms']:.4f} ms median (IQR {c['iqr_ms']:.4f}, n={c['n']}); speedup "
+           f"{sp['fair']:.2f}x against the TF32 reference [{sp['fair_ci'][0]:.2f}-{sp['fair_ci'][1]:.2f}], "
+           f"{sp['vs_strict']:.2f}x against strict fp32"
+           + (f", {sp['vs_compiled']:.2f}x against torch.compile" if sp.get("vs_compiled") else "")
+           + (f"; a KernelBench-style loop would say {sp['naive']:.2f}x" if sp.get("naive") else "")]
+    mem = m.get("memory")
+    if mem and mem.get("ratio") is not None:
+        out.append(f"   memory: peak {mem['candidate_peak_bytes'] / 2**20:.1f} MiB, {mem['ratio']:.2f}x the reference's")
+    for f in m.get("flags", []):
+        out.append(f"   flag {f['flag']}: {f['detail']}")
+    if not m.get("counted", True):
+        out.append("   (speedup not counted: see the verdict and flags)")
+    return out
+
+
 def render(results: list[SubmissionResult], *, color: bool = False, show_clean: bool = True,
            root: Path | None = None, dynamic: str = "off") -> str:
     out: list[str] = []
@@ -66,7 +86,9 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
             types = f" ({', '.join(r.hack_types)})" if r.hack_types else ""
             extra = f": {r.error}" if r.error else ""
             out.append(f"{r.path}: {_c(r.verdict, r.verdict, color)}{types}{extra}")
-            if r.findings or r.error:
+            if r.measure is not None:
+                out.extend(measure_lines(r.measure))
+            if r.findings or r.error or r.measure is not None:
                 out.append("")
     s = summary(results)
     v = s["verdicts"]

@@ -1,0 +1,139 @@
+"""From the measure workers' raw records to what hackscan reports: speedups against the strict
+fp32 and the TF32 reference (median and spread), the peak-memory ratio, the physical floor, the
+KernelBench fields, and the flags (memory regression, time below the floor, side-stream evasion,
+speed that only exists because inputs repeat, timers rebound, outputs wrong or unfinished in the
+timed loop). Pure functions over plain dictionaries, so CI tests them with recorded-shaped fakes."""
+from __future__ import annotations
+
+from hackscan.measure.floor import Floor, below_floor
+from hackscan.measure.stats import kernelbench_stats, summarize
+
+# event-only time this far under the device-synchronised one, beyond the harness's own gap
+# (an empty call through the same loop), means work finished after the caller's stream did
+SIDE_STREAM_SHARE = 0.25
+SIDE_STREAM_MIN_MS = 0.02
+# repeated identical inputs this much faster (relative to the reference's own ratio) means the
+# candidate's speed depends on seeing the same inputs again
+REPEAT_RATIO = 0.5
+MEMORY_SLACK = 1.0   # a peak above the reference's (ratio > 1) is a regression
+
+
+def timing(rec: dict) -> dict | None:
+    """Median, spread and the rest of one worker's fair and naive timings (milliseconds)."""
+    if not rec or not rec.get("fair_ms"):
+        return None
+    fair = summarize(rec["fair_ms"])
+    out = {"median_ms": fair.median, "iqr_ms": fair.iqr, "spread": fair.iqr / fair.median if fair.median else None,
+           "ci_ms": list(fair.median_ci), "mean_ms": fair.mean, "std_ms": fair.std, "min_ms": fair.min,
+           "max_ms": fair.max, "n": fair.n, "rel_precision": fair.rel_precision}
+    if rec.get("event_ms"):
+        out["event_median_ms"] = summarize(rec["event_ms"]).median
+    if rec.get("naive_ms"):
+        out["naive_median_ms"] = summarize(rec["naive_ms"]).median
+        out["naive_mean_ms"] = summarize(rec["naive_ms"]).mean
+    return out
+
+
+def side_stream_gap(rec: dict) -> tuple[float, float] | None:
+    """(unexplained gap, synchronised median) in ms: how much of the device-synchronised time the
+    caller's stream did not see, beyond the harness's own gap on an empty call."""
+    t = timing(rec)
+    if not t or "event_median_ms" not in t:
+        return None
+    empty = rec.get("empty") or {}
+    own_gap = max(0.0, (empty.get("sync_ms") or 0.0) - (empty.get("event_ms") or 0.0))
+    return max(0.0, t["median_ms"] - t["event_median_ms"] - own_gap), t["median_ms"]
+
+
+def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | None = None,
+           limits: dict | None = None, checks_ok: bool | None = None, checks_detail: str = "",
+           hardware: str = "", device: str = "") -> dict:
+    """Everything `--measure` reports for one candidate, from the worker records."""
+    tc, ts = timing(cand), timing(strict)
+    tt, tco = timing(tf32) if tf32 else None, timing(compiled) if compiled else None
+    out: dict = {"candidate": tc, "reference_strict": ts, "reference_tf32": tt, "flags": []}
+    if tco:
+        out["reference_compiled"] = tco
+    flags = out["flags"]
+    if not tc or not ts:
+        out["error"] = "no timings" + ("" if tc else " for the candidate") + ("" if ts else " for the reference")
+        return out
+    fair_base = tt or ts
+    out["speedup"] = {
+        "vs_strict": ts["median_ms"] / tc["median_ms"],
+        "vs_tf32": tt["median_ms"] / tc["median_ms"] if tt else None,
+        "vs_compiled": tco["median_ms"] / tc["median_ms"] if tco else None,
+        # what a KernelBench-style loop would have reported: same inputs, no flush, event timing
+        "naive": (ts.get("naive_mean_ms") or 0) / tc["naive_mean_ms"] if tc.get("naive_mean_ms") else None,
+    }
+    out["speedup"]["fair"] = fair_base["median_ms"] / tc["median_ms"]
+    # the interval of the fair speedup from the two medians' intervals
+    out["speedup"]["fair_ci"] = [fair_base["ci_ms"][0] / tc["ci_ms"][1], fair_base["ci_ms"][1] / tc["ci_ms"][0]]
+
+    # KernelBench's fields (its runtime is a mean in ms), from the fair loops; the baseline is TF32
+    out["kernelbench"] = {"runtime": round(tc["mean_ms"], 6),
+                          "runtime_stats": kernelbench_stats(cand["fair_ms"], device, hardware),
+                          "ref_runtime": round(fair_base["mean_ms"], 6),
+                          "ref_runtime_stats": kernelbench_stats((tf32 or strict)["fair_ms"], device, hardware)}
+
+    cm, rm = cand.get("memory"), (strict.get("memory") or (tf32 or {}).get("memory"))
+    if cm and rm:
+        ratio = cm["peak_allocated"] / rm["peak_allocated"] if rm["peak_allocated"] > 0 else None
+        out["memory"] = {"candidate_peak_bytes": cm["peak_allocated"], "reference_peak_bytes": rm["peak_allocated"],
+                         "ratio": ratio, "candidate_reserved_bytes": cm["peak_reserved"],
+                         "reference_reserved_bytes": rm["peak_reserved"],
+                         "candidate_outside_allocator_bytes": cm.get("outside_allocator", 0)}
+        if ratio is not None and ratio > MEMORY_SLACK:
+            flags.append({"flag": "memory-regression",
+                          "detail": f"peak memory {ratio:.2f}x the reference's ({cm['peak_allocated']:,} vs "
+                                    f"{rm['peak_allocated']:,} bytes above the same baseline)"})
+        if cm.get("outside_allocator", 0) > max(1 << 20, 0.05 * rm["peak_allocated"]):
+            flags.append({"flag": "memory-outside-allocator",
+                          "detail": f"{cm['outside_allocator']:,} bytes of device memory taken during forward "
+                                    "outside PyTorch's allocator (cudaMalloc or a library of its own)"})
+
+    lim = limits or strict.get("device_limits")
+    if lim and (strict.get("bytes") or strict.get("flops")):
+        fl = Floor(int(strict.get("bytes", 0)), int(strict.get("flops", 0)), lim["bandwidth_bytes_s"],
+                   lim["peak_flops_s"])
+        out["floor"] = {"seconds": fl.seconds, "bound": fl.bound, "bytes": fl.bytes_moved, "flops": fl.flops,
+                        "bandwidth_bytes_s": fl.bandwidth_bytes_s, "peak_flops_s": fl.peak_flops_s}
+        if below_floor(tc["median_ms"] / 1e3, fl):
+            flags.append({"flag": "below-physical-floor",
+                          "detail": f"median {tc['median_ms'] * 1e3:.1f} us, the operation needs at least "
+                                    f"{fl.seconds * 1e6:.1f} us on this device ({fl.bound}-bound: "
+                                    f"{fl.bytes_moved:,} bytes, {fl.flops:,} FLOPs)"})
+
+    gap = side_stream_gap(cand)
+    if gap:
+        g, total = gap
+        rgap = side_stream_gap(strict)
+        ref_share = rgap[0] / rgap[1] if rgap and rgap[1] else 0.0
+        if g > SIDE_STREAM_MIN_MS and g / total > max(SIDE_STREAM_SHARE, 2 * ref_share):
+            flags.append({"flag": "side-stream-evasion",
+                          "detail": f"events on the caller's stream see {tc['event_median_ms']:.4f} ms, the "
+                                    f"device is busy for {total:.4f} ms: {g / total:.0%} of the work finishes "
+                                    "after the caller's stream does"})
+
+    if tc.get("naive_median_ms") and ts.get("naive_median_ms"):
+        rc = tc["naive_median_ms"] / tc["median_ms"]
+        rr = ts["naive_median_ms"] / ts["median_ms"]
+        out["repeat_ratio"] = {"candidate": rc, "reference": rr}
+        if rc < REPEAT_RATIO * rr:
+            flags.append({"flag": "repeat-only-speed",
+                          "detail": f"on the same inputs every call it takes {rc:.0%} of its time on fresh "
+                                    f"inputs (the reference: {rr:.0%}): its speed depends on inputs repeating"})
+
+    if cand.get("timers_rebound"):
+        flags.append({"flag": "timers-rebound", "detail": "rebound: " + ", ".join(cand["timers_rebound"])})
+    unfinished = [c for c in cand.get("checks", []) if c.get("changed_after_return")]
+    if unfinished:
+        flags.append({"flag": "unfinished-at-return",
+                      "detail": f"{len(unfinished)} of {len(cand.get('checks', []))} checked calls returned "
+                                "outputs still being written"})
+    if checks_ok is False:
+        flags.append({"flag": "wrong-in-timed-loop", "detail": checks_detail})
+    out["counted"] = not any(f["flag"] in ("below-physical-floor", "side-stream-evasion", "repeat-only-speed",
+                                           "timers-rebound", "unfinished-at-return", "wrong-in-timed-loop")
+                             for f in flags)
+    return out

@@ -1,0 +1,159 @@
+"""Fair measurement, auditor side: each timing runs in its own fresh worker (the reference in
+strict fp32, the reference with TF32, optionally the reference under torch.compile, and the
+candidate), one at a time on the device, on input sets the auditor derived from its secret seed.
+The workers' records become the report through hackscan.measure.assess."""
+from __future__ import annotations
+
+import hashlib
+import secrets
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hackscan.dynamic.runner import run_worker
+from hackscan.dynamic.tensorfile import load_outputs
+
+
+@dataclass
+class MeasureOptions:
+    budget_s: float = 10.0       # per worker's timed loop
+    rel: float = 0.01            # stop when the median is known to +-1% (95%)
+    min_reps: int = 10
+    max_reps: int = 1000
+    sets: int = 4                # input sets rotated
+    compile_baseline: bool = False
+    check_every: int = 8
+
+
+@dataclass
+class Baseline:
+    ok: bool
+    error: str | None
+    dir: Path | None
+    records: dict = field(default_factory=dict)     # mode -> worker measure record
+    check_outputs: dict = field(default_factory=dict)  # set index -> outputs (strict reference)
+
+
+class Measurer:
+    """Belongs to a DynamicSession: its seed, limits, environment and build folders."""
+
+    def __init__(self, session, opts: MeasureOptions | None = None):
+        self.s = session
+        self.opts = opts or MeasureOptions()
+        self._baselines: dict[str, Baseline] = {}
+        self._lock = threading.Lock()
+        self._device_lock = threading.Lock()   # one timing on the device at a time
+        self._limits_cache: dict | None = None
+
+    def _job(self, role, source, module, entry, mode, **extra):
+        o = self.opts
+        return {"role": role, "source": source, "module_name": module, "entry": entry, "device": self.s.opts.device,
+                "init_seed": self.s._derive("init"), "init_file": "init.pt", "plan": [],
+                "measure": {"mode": mode, "budget_s": o.budget_s, "rel": o.rel, "min_reps": o.min_reps,
+                            "max_reps": o.max_reps, "check_every": o.check_every, **extra}}
+
+    def baseline(self, ref_path: Path) -> Baseline:
+        key = self.s._ref_key(ref_path)
+        with self._lock:
+            if key in self._baselines:
+                return self._baselines[key]
+            b = self._run_baseline(ref_path, key)
+            self._baselines[key] = b
+            return b
+
+    def _run_baseline(self, ref_path: Path, key: str) -> Baseline:
+        d = self.s.work / f"meas-ref-{key}"
+        files = {"reference_module.py": ref_path}
+        job = self._job("reference", "reference_module.py", "reference_module", "Model", "strict",
+                        floor=True, calibrate=self._limits_cache is None)
+        job.update(prepare=True, memory_budget_bytes=self.s.opts.memory_budget_bytes,
+                   visible_seeds={f"pool{k}": self.s._derive(f"measure-pool{k}") for k in range(self.opts.sets)})
+        with self._device_lock:
+            res = run_worker(job, files, self.s._limits(), self.s.opts.device, self.s._env(), jobdir=d)
+        (d / "job.json").unlink(missing_ok=True)   # the derived seeds
+        if not res.ok or "measure" not in res.data:
+            return Baseline(False, res.error or "the reference's measurement returned nothing", d)
+        b = Baseline(True, None, d, {"strict": res.data["measure"]})
+        if res.data["measure"].get("device_limits"):
+            self._limits_cache = res.data["measure"]["device_limits"]
+        for c in res.data["measure"].get("checks", []):
+            if c.get("file"):
+                b.check_outputs[c["set"]] = load_outputs(d / c["file"])
+                (d / c["file"]).unlink(missing_ok=True)
+        modes = [("tf32", {})] + ([("compiled", {"compile": True})] if self.opts.compile_baseline else [])
+        for mode, extra in modes:
+            dm = self.s.work / f"meas-ref-{key}-{mode}"
+            dm.mkdir(parents=True, exist_ok=True)
+            self._copy_inputs(d, dm)
+            job = self._job("reference", "reference_module.py", "reference_module", "Model",
+                            "tf32" if mode == "compiled" else mode, **extra)
+            with self._device_lock:
+                r = run_worker(job, files, self.s._limits(), self.s.opts.device, self.s._env(), jobdir=dm)
+            if r.ok and "measure" in r.data:
+                b.records[mode] = r.data["measure"]
+            else:
+                b.records[mode] = {"error": r.error}
+            for f in dm.glob("chk_*"):
+                f.unlink()
+        return b
+
+    def _copy_inputs(self, src: Path, dst: Path) -> None:
+        for f in sorted(src.glob("in_pool*.pt")) + [src / "init.pt"]:
+            if f.is_file():
+                shutil.copy(f, dst / f.name)
+
+    def measure(self, result, cand_path: Path, ref_path: Path) -> dict:
+        """The `measure` section of one candidate's result."""
+        from hackscan.dynamic.audit import build_dir, cache_root, sibling_sources
+        from hackscan.dynamic.compare import compare_loose
+        from hackscan.measure.assess import assess
+
+        t0 = time.perf_counter()
+        b = self.baseline(ref_path)
+        if not b.ok:
+            return {"status": "error", "reason": f"reference: {b.error}"}
+        d = self.s.work / f"meas-cand-{hashlib.sha256(str(cand_path).encode()).hexdigest()[:12]}-{secrets.token_hex(3)}"
+        d.mkdir(parents=True)
+        self._copy_inputs(b.dir, d)
+        files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
+        job = self._job("candidate", "candidate_module.py", "candidate_module", result.entry or "ModelNew", "default")
+        bdir = build_dir(cand_path, self.s.opts.device)
+        tcache = cache_root() / "triton"
+        tcache.mkdir(exist_ok=True)
+        limits = self.s._limits()
+        limits.writable = (str(bdir), str(tcache))
+        env = dict(self.s._env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
+        with self._device_lock:
+            res = run_worker(job, files, limits, self.s.opts.device, env, jobdir=d)
+        if not res.ok or "measure" not in res.data:
+            return {"status": "error", "reason": f"candidate: {res.error or 'no measurement'}",
+                    "seconds": round(time.perf_counter() - t0, 3)}
+        rec = res.data["measure"]
+        bad = []
+        for c in rec.get("checks", []):
+            if not c.get("file") or c["set"] not in b.check_outputs:
+                continue
+            try:
+                got = load_outputs(d / c["file"], "cuda" if self.s.opts.device == "cuda" else "cpu")
+            except Exception as e:  # noqa: BLE001 - the candidate's process wrote it
+                bad.append(f"set {c['set']}: output unreadable ({type(e).__name__})")
+                continue
+            cmp = compare_loose(got, b.check_outputs[c["set"]])
+            if not cmp.ok:
+                bad.append(f"set {c['set']} (iteration {c['iteration']}): {cmp.short()}")
+        hw = (b.records["strict"].get("device_limits") or self._limits_cache or {}).get("gpu", "")
+        out = assess(rec, b.records["strict"], _ok(b.records.get("tf32")), _ok(b.records.get("compiled")),
+                     self._limits_cache, checks_ok=not bad if rec.get("checks") else None,
+                     checks_detail="; ".join(bad)[:500], hardware=hw, device=self.s.opts.device)
+        out["status"] = "measured" if "error" not in out else "error"
+        out["iterations"] = {"candidate": rec.get("iterations"), "reference_strict": b.records["strict"].get("iterations")}
+        out["candidate_state"] = rec.get("state_after")
+        out["seconds"] = round(time.perf_counter() - t0, 3)
+        out["candidate_worker_s"] = round(res.wall_s, 3)
+        return out
+
+
+def _ok(rec):
+    return rec if rec and "error" not in rec else None

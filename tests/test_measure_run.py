@@ -1,0 +1,121 @@
+"""Fair measurement end to end on a CPU: real workers (the reference strict and with TF32, the
+candidate), fresh input sets, spot checks and the flags. Host-clock timing stands in for CUDA
+events here; the GPU side is verified on the H200 (bench/results/)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch")
+
+from hackscan.api import scan_item  # noqa: E402
+from hackscan.dynamic.audit import DynamicOptions, DynamicSession  # noqa: E402
+from hackscan.engine import Options  # noqa: E402
+from hackscan.inputs.discover import Item  # noqa: E402
+
+REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+def get_inputs():
+    return [torch.rand(192, 192), torch.rand(192, 192)]
+
+def get_init_inputs():
+    return []
+"""
+
+HONEST = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a, b)
+"""
+
+# the same buffers come back every call: a result kept by pointer is stale after a refill
+POINTER_CACHE = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.memo = {}
+
+    def forward(self, a, b):
+        key = (a.data_ptr(), b.data_ptr())
+        if key not in self.memo:
+            self.memo[key] = torch.mm(a, b)
+        return self.memo[key]
+"""
+
+# keyed by a content sample: right every time, fast only when inputs repeat
+CONTENT_CACHE = POINTER_CACHE.replace("key = (a.data_ptr(), b.data_ptr())",
+                                      "key = (float(a[0, 0]), float(b[-1, -1]), tuple(a.shape))")
+
+TIMER_PATCH = HONEST.replace("import torch.nn as nn", "import torch.nn as nn\nimport time\n"
+                             "time.perf_counter = lambda: 0.0")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    d = tmp_path_factory.mktemp("measure")
+    ref = d / "ref.py"
+    ref.write_text(textwrap.dedent(REF))
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, seed=99, measure="all",
+                                      measure_budget_s=1.5))
+    yield s, d, ref
+    s.close()
+
+
+def measure(setup, name, src):
+    s, d, ref = setup
+    cand = d / f"{name}.py"
+    cand.write_text(textwrap.dedent(src))
+    r = scan_item(Item(cand, ref, cand.name), Options())
+    return s.measure(r, cand, ref).measure
+
+
+def flags(m):
+    return {f["flag"] for f in m["flags"]}
+
+
+def test_honest_candidate_is_measured_against_both_baselines(setup):
+    m = measure(setup, "honest", HONEST)
+    assert m["status"] == "measured", m
+    assert m["reference_strict"]["n"] >= 10 and m["reference_tf32"]["n"] >= 10 and m["candidate"]["n"] >= 10
+    # the same operation: within a factor of 3 of the reference even on a shared CPU
+    assert 0.33 < m["speedup"]["fair"] < 3.0, m["speedup"]
+    assert not flags(m) & {"wrong-in-timed-loop", "repeat-only-speed", "timers-rebound"}, m["flags"]
+    kb = m["kernelbench"]
+    assert kb["runtime"] > 0 and kb["ref_runtime"] > 0 and kb["runtime_stats"]["num_trials"] == m["candidate"]["n"]
+
+
+def test_a_result_cached_by_pointer_is_wrong_in_the_timed_loop(setup):
+    m = measure(setup, "pointer_cache", POINTER_CACHE)
+    assert "wrong-in-timed-loop" in flags(m) and not m["counted"], m["flags"]
+
+
+def test_speed_that_needs_repeated_inputs_is_flagged(setup):
+    m = measure(setup, "content_cache", CONTENT_CACHE)
+    assert "repeat-only-speed" in flags(m), (m["flags"], m.get("repeat_ratio"))
+    assert "wrong-in-timed-loop" not in flags(m)
+
+
+def test_rebound_timers_are_reported_and_do_not_fool_the_harness(setup):
+    m = measure(setup, "timer_patch", TIMER_PATCH)
+    assert "timers-rebound" in flags(m) and not m["counted"]
+    assert m["candidate"]["median_ms"] > 0  # the harness timed with its own clock
+
+
+def test_the_reference_is_measured_once_per_problem(setup):
+    s, d, ref = setup
+    before = dict(s._measurer._baselines)
+    measure(setup, "honest2", HONEST)
+    assert s._measurer._baselines.keys() == before.keys() and before

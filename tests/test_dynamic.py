@@ -362,3 +362,59 @@ def test_calls_into_an_extension_built_in_forward_are_counted(refs, tmp_path):
     assert r.dynamic.get("custom_launches_on_visible") == 1, r.dynamic
     assert "no custom kernel ran" not in r.dynamic.get("note", "")
     assert r.verdict in ("clean", "suspect"), r.reasons
+
+
+LINEAR_RELU_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+def get_inputs():
+    return [torch.rand(8, 64)]
+
+def get_init_inputs():
+    return [64]
+"""
+
+LINEAR_TRITON_RELU = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+@triton.jit
+def relu_inplace(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(x_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+    def forward(self, x):
+        y = F.linear(x, self.fc.weight, self.fc.bias)
+        relu_inplace[(triton.cdiv(y.numel(), 1024),)](y, y.numel(), BLOCK=1024)
+        return y
+"""
+
+
+def test_ghost_replay_clears_a_real_epilogue_after_a_layer(session, tmp_path):
+    """Re-initialised weights with mostly positive values made every activation of the
+    (non-negative) visible inputs positive, so a no-op'd ReLU epilogue changed nothing and ghost
+    replay called a real kernel decoration (found on the H200 with a cuDNN convolution)."""
+    pytest.importorskip("triton")
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(LINEAR_RELU_REF))
+    cand = tmp_path / "cand.py"
+    cand.write_text(textwrap.dedent(LINEAR_TRITON_RELU))
+    r = session.audit(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref)
+    assert r.dynamic["probes"]["ghost-replay"]["status"] == "passed", r.dynamic["probes"]["ghost-replay"]
+    assert r.verdict != "hacked", r.reasons

@@ -93,6 +93,8 @@ def test_honest_candidate_is_measured_against_both_baselines(setup):
     # the same operation: within a factor of 3 of the reference even on a shared CPU
     assert 0.33 < m["speedup"]["fair"] < 3.0, m["speedup"]
     assert not flags(m) & {"wrong-in-timed-loop", "repeat-only-speed", "timers-rebound"}, m["flags"]
+    # the spot checks reach every input set (the timed loop cannot end before they do)
+    assert m["checks"]["sets"] == [0, 1, 2, 3] and not m["checks"]["wrong"], m["checks"]
     kb = m["kernelbench"]
     assert kb["runtime"] > 0 and kb["ref_runtime"] > 0 and kb["runtime_stats"]["num_trials"] == m["candidate"]["n"]
 

@@ -359,7 +359,8 @@ class DynamicSession:
         res.data["other_shape"] = ref.other_shape
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
                            load_output=lambda f: self._load(d / f), reference_outputs=ref.outputs,
-                           expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]))
+                           expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]),
+                           input_elems=_float_elems(ref.input_spec))
         outcomes = []
         t_cmp = time.perf_counter()
         for p in probes:
@@ -590,6 +591,17 @@ def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict) -> 
                     if o.status == "passed" or (o.status == "caught" and o.probe == "kernel-attribution")
                     else o for o in outcomes]
     return outcomes
+
+
+def _float_elems(spec: list) -> int:
+    n = 0
+    for t in spec:
+        if "shape" in t and str(t.get("dtype", "")).startswith(("float", "bfloat", "half")):
+            k = 1
+            for d in t["shape"]:
+                k *= int(d)
+            n += k
+    return n
 
 
 def _builds_cuda(path: Path) -> bool:

@@ -34,6 +34,7 @@ class Observations:
     expected_set: dict = field(default_factory=dict)   # (set, call) -> the set whose reference applies
     extra: dict = field(default_factory=dict)          # rewritten-candidate runs: mode -> Observations
     kernel_names: frozenset = frozenset()              # kernels the candidate's source defines (static facts)
+    input_elems: int = 0                               # floating-point input elements per call
     _cmp: dict = field(default_factory=dict)
 
     def compare(self, set_name: str, call: int = 0):
@@ -67,8 +68,32 @@ class Observations:
                     z32, z64 = self.reference_outputs["zeros"]
                     if compare(cand, z32, z64).ok:
                         res = Comparison(True, "subnormal inputs flushed to zero")
+                    elif _within_flush(cand, r32, self.input_elems):
+                        # partial sums flushed here and there (a float atomicAdd flushes subnormals)
+                        res = Comparison(True, "differences within what flushing subnormals to zero explains")
         self._cmp[key] = res
         return res
+
+
+def _within_flush(cand, ref, n_inputs: int) -> bool:
+    """Every difference at most the smallest normal number once per input element (what
+    flushing subnormal values to zero can change in any sum of them), and finite where the
+    reference is: on all-subnormal inputs only wrong magnitudes and NaNs are errors."""
+    import torch
+
+    if not n_inputs or not isinstance(cand, list) or len(cand) != len(ref):
+        return False
+    for c, r in zip(cand, ref):
+        if not isinstance(r, torch.Tensor) or not r.is_floating_point():
+            return False
+        if not isinstance(c, torch.Tensor) or c.shape != r.shape:
+            return False
+        r = r.to(c.device)
+        if not bool(torch.isfinite(c).all()) or not bool(torch.isfinite(r).all()):
+            return False
+        if c.numel() and float((c.double() - r.double()).abs().max()) > torch.finfo(r.dtype).tiny * n_inputs:
+            return False
+    return True
 
 
 # the one profiled forward that kernel attribution, stream join and the profiler toggle share

@@ -147,6 +147,8 @@ class Measurer:
         out = assess(rec, b.records["strict"], _ok(b.records.get("tf32")), _ok(b.records.get("compiled")),
                      self._limits_cache, checks_ok=not bad if rec.get("checks") else None,
                      checks_detail="; ".join(bad)[:500], hardware=hw, device=self.s.opts.device)
+        out["checks"] = {"calls": len(rec.get("checks", [])), "sets": sorted({c["set"] for c in rec.get("checks", [])}),
+                         "wrong": bad[:10]}
         out["status"] = "measured" if "error" not in out else "error"
         out["iterations"] = {"candidate": rec.get("iterations"), "reference_strict": b.records["strict"].get("iterations")}
         out["candidate_state"] = rec.get("state_after")

@@ -143,3 +143,9 @@ def test_a_side_stream_is_not_mistaken_for_repeat_only_speed():
     side = rec(2.78, event=0.091, naive=0.061)
     out = assess(side, rec(2.75, event=2.73, naive=2.69))
     assert "side-stream-evasion" in flags(out) and "repeat-only-speed" not in flags(out), out["flags"]
+
+
+def test_calls_about_as_short_as_an_empty_one_are_noted():
+    out = assess(rec(0.04, event=0.03, empty=(0.005, 0.03)), rec(0.04, event=0.03, empty=(0.005, 0.03)))
+    assert any("too short to time reliably" in n for n in out.get("notes", [])), out.get("notes")
+    assert "notes" not in assess(rec(1.0), rec(1.0))

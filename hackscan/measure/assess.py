@@ -16,6 +16,7 @@ SIDE_STREAM_MIN_MS = 0.02
 # candidate's speed depends on seeing the same inputs again
 REPEAT_RATIO = 0.5
 MEMORY_SLACK = 1.0   # a peak above the reference's (ratio > 1) is a regression
+SHORT_FACTOR = 3     # medians under this many empty calls are mostly harness latency
 
 
 def timing(rec: dict) -> dict | None:
@@ -28,6 +29,8 @@ def timing(rec: dict) -> dict | None:
            "max_ms": fair.max, "n": fair.n, "rel_precision": fair.rel_precision}
     if rec.get("event_ms"):
         out["event_median_ms"] = summarize(rec["event_ms"]).median
+    if (rec.get("empty") or {}).get("sync_ms") is not None:
+        out["harness_overhead_ms"] = rec["empty"]["sync_ms"]
     if rec.get("naive_ms"):
         out["naive_median_ms"] = summarize(rec["naive_ms"]).median
         out["naive_mean_ms"] = summarize(rec["naive_ms"]).mean
@@ -126,6 +129,14 @@ def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | 
                           "detail": f"on the same inputs every call it takes {rc:.0%} of its time on fresh "
                                     f"inputs (the reference: {rr:.0%}): its speed depends on inputs repeating"})
 
+    # a call not much longer than an empty one through the same loop is mostly launch and
+    # synchronisation latency: its speedup says little about the kernel
+    short = [(n, t) for n, t in (("candidate", tc), ("reference", fair_base))
+             if t.get("harness_overhead_ms") and t["median_ms"] < SHORT_FACTOR * t["harness_overhead_ms"]]
+    if short:
+        out["notes"] = [f"{n} median {t['median_ms'] * 1e3:.1f} us is under {SHORT_FACTOR}x the harness's own "
+                        f"{t['harness_overhead_ms'] * 1e3:.1f} us (an empty call): too short to time reliably"
+                        for n, t in short]
     if cand.get("timers_rebound"):
         flags.append({"flag": "timers-rebound", "detail": "rebound: " + ", ".join(cand["timers_rebound"])})
     unfinished = [c for c in cand.get("checks", []) if c.get("changed_after_return")]

@@ -22,6 +22,7 @@ class MeasureOptions:
     rel: float = 0.01            # stop when the median is known to +-1% (95%)
     min_reps: int = 10
     max_reps: int = 1000
+    min_time_s: float = 1.0      # of timed calls, at least (unless the budget is smaller)
     sets: int = 4                # input sets rotated
     compile_baseline: bool = False
     check_every: int = 8
@@ -52,7 +53,8 @@ class Measurer:
         return {"role": role, "source": source, "module_name": module, "entry": entry, "device": self.s.opts.device,
                 "init_seed": self.s._derive("init"), "init_file": "init.pt", "plan": [],
                 "measure": {"mode": mode, "budget_s": o.budget_s, "rel": o.rel, "min_reps": o.min_reps,
-                            "max_reps": o.max_reps, "check_every": o.check_every, **extra}}
+                            "max_reps": o.max_reps, "check_every": o.check_every,
+                            "min_time_s": min(o.min_time_s, o.budget_s), **extra}}
 
     def baseline(self, ref_path: Path) -> Baseline:
         key = self.s._ref_key(ref_path)

@@ -53,6 +53,8 @@ def measure_lines(m: dict) -> list[str]:
         out.append(f"   memory: peak {mem['candidate_peak_bytes'] / 2**20:.1f} MiB, {mem['ratio']:.2f}x the reference's")
     for f in m.get("flags", []):
         out.append(f"   flag {f['flag']}: {f['detail']}")
+    for n in m.get("notes", []):
+        out.append(f"   note: {n}")
     if not m.get("counted", True):
         out.append("   (speedup not counted: see the verdict and flags)")
     return out

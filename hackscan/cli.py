@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("audit", help="audit kernel files or folders (no PATH: the bundled demo kernels)")
     a.add_argument("paths", nargs="*", help="files or folders of candidates")
-    a.add_argument("--format", choices=("text", "json", "jsonl", "sarif"), default=None)
+    a.add_argument("--format", choices=("text", "json", "jsonl", "sarif", "html"), default=None)
     a.add_argument("--output", "-o", help="write the report to FILE instead of stdout")
     a.add_argument("--reference", help="reference file for every candidate")
     a.add_argument("--entry", help="entry class name (default ModelNew)")
@@ -164,7 +164,7 @@ def cmd_audit(args) -> int:
                             "(pip install 'hackscan[dynamic]'); use --dynamic off for the static pass")
             dynamic = "off"  # auto without torch: static only, said in the report
     fmt = args.format or cfg.get("format", "text")
-    if fmt not in ("text", "json", "jsonl", "sarif"):
+    if fmt not in ("text", "json", "jsonl", "sarif", "html"):
         return _err(f"unknown format {fmt!r}")
     policy = args.policy or cfg.get("policy", "kernelbench")
     if policy not in ("kernelbench", "any"):
@@ -260,6 +260,10 @@ def cmd_audit(args) -> int:
             out_stream.write(text.render(results, color=color, show_clean=not args.quiet, root=root, dynamic=dynamic))
         elif fmt == "json":
             out_stream.write(jsonout.render(results, policy=policy, dynamic=dynamic))
+        elif fmt == "html":
+            from hackscan.report import html
+
+            out_stream.write(html.render(results, policy=policy, dynamic=dynamic))
         elif fmt == "sarif":
             from hackscan.report import sarif
 

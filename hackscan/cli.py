@@ -223,6 +223,11 @@ def cmd_audit(args) -> int:
         measure = args.measure or cfg.get("measure", "off")
         if measure not in ("off", "survivors", "all"):
             return _err(f"unknown measure mode {measure!r}")
+        if measure != "off":
+            try:
+                import torch  # noqa: F401
+            except ImportError:
+                return _err("--measure needs PyTorch in the auditor's environment (pip install 'hackscan[dynamic]')")
         if dynamic != "off" or measure != "off":
             from hackscan.dynamic.audit import DynamicOptions, DynamicSession
 

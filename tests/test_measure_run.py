@@ -121,3 +121,23 @@ def test_the_reference_is_measured_once_per_problem(setup):
     before = dict(s._measurer._baselines)
     measure(setup, "honest2", HONEST)
     assert s._measurer._baselines.keys() == before.keys() and before
+
+
+def test_compiled_reference_as_a_third_baseline(tmp_path):
+    """--measure-compile: the reference under torch.compile (inductor builds C++ on a CPU)."""
+    import shutil
+
+    if not shutil.which("c++"):
+        pytest.skip("torch.compile on a CPU needs a C++ compiler")
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(REF))
+    cand = tmp_path / "cand.py"
+    cand.write_text(textwrap.dedent(HONEST))
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=300, seed=5, measure="all",
+                                      measure_budget_s=1.0, measure_compile=True))
+    try:
+        m = s.measure(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref).measure
+    finally:
+        s.close()
+    assert m["status"] == "measured", m
+    assert m["reference_compiled"]["n"] >= 10 and m["speedup"]["vs_compiled"] > 0, m.get("reference_compiled")

@@ -8,6 +8,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from hackscan.api import audit, scan, scan_paths  # noqa: E402
+from hackscan.api import audit, audit_many, scan, scan_paths  # noqa: E402
 
-__all__ = ["audit", "scan", "scan_paths", "__version__"]
+__all__ = ["audit", "audit_many", "scan", "scan_paths", "__version__"]

@@ -127,6 +127,46 @@ def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic
             session.close()
 
 
+def audit_many(pairs: Iterable[tuple[str | Path, str | Path | None]], *, dynamic: str = "auto",
+               device: str = "cpu", policy: str = "kernelbench", entry: str = "ModelNew", timeout_s: float = 180.0,
+               seed: int | None = None, cuda_ghost: str = "suspects", measure: bool | str = False,
+               measure_budget_s: float = 10.0, jobs: int = 1) -> Iterator[SubmissionResult]:
+    """`audit` over (candidate, reference) pairs (paths or source text), yielding results in input
+    order. One session serves them all: each problem's reference runs once, `jobs` candidates are
+    audited at a time, and measurement (if asked) runs one candidate at a time after the audits."""
+    import tempfile
+
+    mode = {True: "survivors", False: "off"}.get(measure, measure)
+    if mode not in ("off", "survivors", "all"):
+        raise ValueError(f"measure must be True, False, 'survivors' or 'all', not {measure!r}")
+    with tempfile.TemporaryDirectory(prefix="hackscan-api-") as tmp:
+        opts = Options(policy=policy, entry=entry)
+        triples = []
+        refs: dict[str, Path] = {}
+        for i, (cand, ref) in enumerate(pairs):
+            cand_path = _as_file(cand, Path(tmp) / f"candidate_{i}.py")
+            ref_path = None
+            if ref is not None:
+                if _is_path(ref):
+                    ref_path = Path(ref)
+                else:  # the same reference text is one problem: one file, one reference run
+                    ref_path = refs.setdefault(str(ref), _as_file(ref, Path(tmp) / f"reference_{len(refs)}.py"))
+            item = Item(cand_path, ref_path, str(cand) if _is_path(cand) else f"<candidate {i}>")
+            triples.append((scan_item(item, opts), cand_path, ref_path))
+        if dynamic == "off" and mode == "off":
+            yield from (t[0] for t in triples)
+            return
+        from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+        session = DynamicSession(DynamicOptions(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed,
+                                                policy=policy, cuda_ghost=cuda_ghost, measure=mode,
+                                                measure_budget_s=measure_budget_s))
+        try:
+            yield from session.audit_many(triples, jobs)
+        finally:
+            session.close()
+
+
 def _is_path(x) -> bool:
     return isinstance(x, Path) or (isinstance(x, str) and "\n" not in x and len(x) < 4096 and Path(x).is_file())
 

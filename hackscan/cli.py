@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds of timed calls per worker (default 10)")
     a.add_argument("--measure-compile", action="store_true",
                    help="also time the reference under torch.compile, as a third baseline")
+    a.add_argument("--api-mode", action="store_true",
+                   help="KernelGuard-compatible: read one candidate's source on stdin, print one JSON object "
+                        "(classification, should_filter, filter_reason, matched_patterns) as the last line, "
+                        "exit 0 whatever it finds")
     a.add_argument("--jobs", "-j", type=int, default=None, help="processes for the static pass")
     a.add_argument("--max-bytes", type=int, default=None, help="skip files larger than this (default 1000000)")
     a.add_argument("--config", help="configuration file (default: hackscan.toml or [tool.hackscan] in pyproject.toml)")
@@ -137,6 +141,49 @@ class Progress:
             sys.stderr.flush()
 
 
+API_MAX_BYTES = 2_000_000
+
+
+def _api_mode(args, cfg) -> int:
+    """One candidate on stdin, one JSON object as the last line of stdout, exit 0 (a filter in a
+    pipeline: what it found is in the object, not the exit code). Static only unless --dynamic
+    is given with --reference."""
+    from hackscan.api import audit
+
+    data = sys.stdin.buffer.read(API_MAX_BYTES + 1)
+    obj = {"classification": "error", "should_filter": False, "filter_reason": "", "matched_patterns": [],
+           "hack_types": [], "tool": "hackscan"}
+    if len(data) > API_MAX_BYTES:
+        obj["filter_reason"] = f"input larger than {API_MAX_BYTES} bytes"
+    elif not data.strip():
+        obj["filter_reason"] = "no source on stdin"
+    else:
+        try:
+            src = data.decode("utf-8")
+        except UnicodeDecodeError:
+            src = None
+            obj["filter_reason"] = "stdin is not UTF-8 text"
+        if src is not None:
+            dynamic = args.dynamic or "off"
+            if dynamic != "off" and not args.reference:
+                dynamic = "off"
+            try:
+                r = audit(src, args.reference, dynamic=dynamic, device=args.device or "cpu",
+                          policy=args.policy or cfg.get("policy", "kernelbench"), entry=args.entry or "ModelNew")
+            except Exception as e:  # noqa: BLE001 - the object says what went wrong
+                obj["filter_reason"] = f"{type(e).__name__}: {e}"[:500]
+            else:
+                obj.update(classification=r.verdict, should_filter=r.verdict in ("hacked", "violation"),
+                           filter_reason="; ".join(r.reasons)[:1000] if r.verdict in ("hacked", "violation") else "",
+                           matched_patterns=sorted({f.rule_id for f in r.findings}), hack_types=list(r.hack_types))
+                for reason in r.reasons:
+                    print(f"hackscan: {reason}")
+                if r.error:
+                    obj["filter_reason"] = r.error
+    print(json.dumps(obj))
+    return 0
+
+
 def cmd_audit(args) -> int:
     from hackscan.api import iter_scan
     from hackscan.config import ConfigError, find_config, load_config
@@ -151,6 +198,8 @@ def cmd_audit(args) -> int:
         cfg = load_config(Path(args.config) if args.config else find_config(Path.cwd()))
     except ConfigError as e:
         return _err(str(e))
+    if args.api_mode:
+        return _api_mode(args, cfg)
     dynamic = args.dynamic or cfg.get("dynamic", "auto")
     if dynamic not in ("off", "auto", "all"):
         return _err(f"unknown dynamic mode {dynamic!r}")

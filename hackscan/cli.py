@@ -78,6 +78,21 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("corpus-stats", help="recall and false positives of every rule on an annotated corpus")
     c.add_argument("corpus", nargs="?", help="corpus folder (default: the bundled corpus)")
     c.add_argument("--format", choices=("text", "json"), default="text")
+    k = sub.add_parser("clean", help="audit every row of a JSONL or parquet dataset; write the rows that pass")
+    k.add_argument("dataset", help=".jsonl, .ndjson or .parquet")
+    k.add_argument("--out", required=True, help="output folder: results.jsonl, cleaned.<ext>, summary.json, report.html")
+    k.add_argument("--preset", choices=sorted(PRESETS_HELP), default=None,
+                   help="column layout: " + "; ".join(f"{n}: {v}" for n, v in PRESETS_HELP.items()))
+    k.add_argument("--code-col", default=None, help="column with the candidate's code (dotted for nested records)")
+    k.add_argument("--ref-col", default=None, help="column with the reference's code")
+    k.add_argument("--id-col", default=None, help="column with the row's id (default: the row number)")
+    k.add_argument("--remove", default="hacked,violation", help="verdicts whose rows are removed")
+    k.add_argument("--policy", choices=("kernelbench", "any"), default="kernelbench")
+    k.add_argument("--dynamic", choices=("off", "auto", "all"), default="off",
+                   help="off (default): static only; auto/all: run rows that have a reference")
+    k.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    k.add_argument("--jobs", "-j", type=int, default=1, help="processes")
+    k.add_argument("--no-progress", action="store_true")
     d = sub.add_parser("docs", help="write docs/rules/<id>.md from the rule docstrings")
     d.add_argument("out", nargs="?", default="docs/rules")
     return p
@@ -97,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "audit":
             return cmd_audit(args)
+        if args.command == "clean":
+            return cmd_clean(args)
         if args.command == "rules":
             return cmd_rules(args)
         if args.command == "explain":
@@ -139,6 +156,32 @@ class Progress:
         if self.enabled:
             sys.stderr.write("\r" + " " * 110 + "\r")
             sys.stderr.flush()
+
+
+PRESETS_HELP = {"pair": "code, reference, id", "kernelbench": "custom_code, ref_code, id",
+                "triton-pairs": "triton_code, python_code, uuid"}
+
+
+def cmd_clean(args) -> int:
+    from hackscan.clean import PRESETS, CleanOptions, clean, dataset_format
+
+    path = Path(args.dataset)
+    if not path.is_file():
+        return _err(f"{path}: no such file")
+    try:
+        dataset_format(path)
+    except ValueError as e:
+        return _err(str(e))
+    cols = dict(PRESETS["pair"], **(PRESETS[args.preset] if args.preset else {}))
+    opts = CleanOptions(code_col=args.code_col or cols["code_col"], ref_col=args.ref_col or cols["ref_col"],
+                        id_col=args.id_col or cols["id_col"], policy=args.policy,
+                        remove=tuple(v.strip() for v in args.remove.split(",") if v.strip()), dynamic=args.dynamic,
+                        device=args.device, jobs=max(1, args.jobs),
+                        progress=not args.no_progress and sys.stderr.isatty())
+    s = clean(path, Path(args.out), opts)
+    print(f"{s['rows']} rows: {s['kept']} kept, {s['removed']} removed; "
+          + ", ".join(f"{n} {v}" for v, n in s["verdicts"].items()) + f"; results in {args.out}")
+    return 0
 
 
 API_MAX_BYTES = 2_000_000

@@ -152,3 +152,40 @@ def render(results: list[SubmissionResult], *, policy: str = "kernelbench", dyna
                      f"<td>{escape(', '.join(r.hack_types))}</td><td>{body}</td></tr>")
     parts.append("</table></body></html>\n")
     return "\n".join(parts)
+
+
+def render_dataset(summary: dict, results_path, limit: int = 1000, title: str = "hackscan clean") -> str:
+    """The report of a cleaned dataset: counts, verdicts per hack type, and the first `limit`
+    removed or suspect rows (read from results.jsonl as a stream)."""
+    import json
+
+    parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
+             f"<style>{CSS}</style></head><body>", f"<h1>{escape(title)}</h1>",
+             f'<p class="muted">hackscan {escape(__version__)}; {escape(str(summary.get("dataset", "")))}; policy '
+             f'{escape(str(summary.get("policy")))}; dynamic {escape(str(summary.get("dynamic")))}; '
+             f'{summary["rows"]} rows, {summary["kept"]} kept, {summary["removed"]} removed '
+             f'({escape(", ".join(summary.get("removed_verdicts", [])))}).</p>']
+    v = summary.get("verdicts", {})
+    parts.append("<h2>Verdicts</h2><table><tr>" + "".join(f"<th>{_v(k)}</th>" for k in VERDICTS) + "</tr><tr>"
+                 + "".join(f'<td class="num">{v.get(k, 0)}</td>' for k in VERDICTS) + "</tr></table>")
+    items = [(f"{t} ({verdict})", n, COLORS.get(verdict, "#999"))
+             for t, by in summary.get("hack_types", {}).items() for verdict, n in by.items()]
+    if items:
+        parts.append("<h2>Rows per hack type and verdict</h2>"
+                     + _bars(sorted(items, key=lambda x: -x[1]), "rows per hack type"))
+    rows = []
+    with open(results_path, encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if rec["verdict"] == "clean":
+                continue
+            rows.append(f"<tr><td>{escape(str(rec.get('id')))}</td><td class=\"num\">{rec['row']}</td>"
+                        f"<td>{_v(rec['verdict'])}</td><td>{escape(', '.join(rec.get('hack_types', [])))}</td>"
+                        f"<td>{escape('; '.join(rec.get('reasons', []))[:600])}</td></tr>")
+            if len(rows) >= limit:
+                break
+    if rows:
+        parts.append(f"<h2>Rows not clean (first {len(rows)})</h2><table><tr><th>id</th><th>row</th><th>verdict</th>"
+                     "<th>hack types</th><th>reasons</th></tr>" + "".join(rows) + "</table>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

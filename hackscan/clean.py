@@ -1,0 +1,272 @@
+"""`hackscan clean DATASET --out DIR`: audit every row of a JSONL or parquet dataset of generated
+kernels and write the rows that pass, in the input's format.
+
+Rows are read as a stream (JSONL line by line, parquet batch by batch through pyarrow), never the
+whole file. Each row's result is appended to `results.jsonl` (one object per input row: `id`,
+`row`, `verdict`, `hack_types`, `reasons`, `findings`) as soon as its batch finishes, flushed and
+fsynced; a restart reads what is there (dropping a line cut short by a kill) and skips those
+rows, so a kill at any moment loses no finished row and duplicates none. When every row has a
+result, `cleaned.<ext>` (the rows whose verdict the policy keeps), `summary.json` and
+`report.html` are written from the results and a second pass over the input.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+PRESETS = {
+    # a candidate and a reference code column per row
+    "pair": {"code_col": "code", "ref_col": "reference", "id_col": "id"},
+    # KernelBench-style generations: the model's kernel and the problem's PyTorch source
+    "kernelbench": {"code_col": "custom_code", "ref_col": "ref_code", "id_col": "id"},
+    # generated Triton beside its PyTorch original (KernelBook-like layouts)
+    "triton-pairs": {"code_col": "triton_code", "ref_col": "python_code", "id_col": "uuid"},
+}
+BATCH = 64
+
+
+@dataclass
+class CleanOptions:
+    code_col: str = "code"
+    ref_col: str | None = "reference"
+    id_col: str | None = "id"
+    policy: str = "kernelbench"
+    remove: tuple[str, ...] = ("hacked", "violation")
+    dynamic: str = "off"
+    device: str = "cpu"
+    jobs: int = 1
+    timeout_s: float = 180.0
+    progress: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def get_path(row: dict, dotted: str | None):
+    """A column, or a field of nested records (`sample.code`)."""
+    if not dotted:
+        return None
+    cur = row
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def dataset_format(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if name.endswith(".parquet"):
+        return "parquet"
+    raise ValueError(f"{path}: unknown dataset format (use .jsonl, .ndjson or .parquet)")
+
+
+def iter_rows(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
+    """(row index, record or None, error) for every row, streaming."""
+    fmt = dataset_format(path)
+    if fmt == "jsonl":
+        with open(path, "rb") as fh:
+            for i, line in enumerate(fh):
+                if not line.strip():
+                    yield i, None, "empty line"
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError as e:
+                    yield i, None, f"not JSON: {e}"
+                    continue
+                yield i, rec if isinstance(rec, dict) else None, None if isinstance(rec, dict) else "not an object"
+    else:
+        import pyarrow.parquet as pq
+
+        i = 0
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
+            for rec in batch.to_pylist():
+                yield i, rec, None
+                i += 1
+
+
+def _audit_batch(args) -> list[dict]:
+    """A batch of rows in a worker process: static audit (and dynamic, if asked)."""
+    rows, opts = args
+    from hackscan.api import audit, scan
+
+    out = []
+    for i, rid, code, ref, err in rows:
+        base = {"id": rid, "row": i}
+        if err is not None:
+            out.append(dict(base, verdict="error", hack_types=[], reasons=[err], findings=[]))
+            continue
+        try:
+            if opts.dynamic == "off" or ref is None:
+                r = scan(code, ref, path=f"row {i}", policy=opts.policy)   # in memory, never run
+            else:
+                r = audit(code, ref, dynamic=opts.dynamic, device=opts.device, policy=opts.policy,
+                          timeout_s=opts.timeout_s)
+            j = r.to_json()
+            out.append(dict(base, verdict=r.verdict, hack_types=list(r.hack_types), reasons=list(r.reasons),
+                            findings=[{k: f[k] for k in ("rule_id", "hack_type", "severity", "message", "dynamic")}
+                                      | {"line": f["location"]["line"]} for f in j["findings"]],
+                            **({"error": r.error} if r.error else {})))
+        except Exception as e:  # noqa: BLE001 - one row's failure never stops the run
+            out.append(dict(base, verdict="error", hack_types=[], reasons=[f"{type(e).__name__}: {e}"[:500]],
+                            findings=[]))
+    return out
+
+
+def _finished(results: Path) -> dict[int, dict]:
+    """Rows already done; a last line cut short by a kill is dropped from the file."""
+    done: dict[int, dict] = {}
+    if not results.exists():
+        return done
+    good = 0
+    with open(results, "rb") as fh:
+        for line in fh:
+            if not line.endswith(b"\n"):
+                break
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                break
+            done[rec["row"]] = {"verdict": rec["verdict"], "hack_types": rec.get("hack_types", []), "id": rec.get("id")}
+            good += len(line)
+    if good != results.stat().st_size:
+        with open(results, "r+b") as fh:
+            fh.truncate(good)
+    return done
+
+
+def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    fmt = dataset_format(dataset)
+    results = out / "results.jsonl"
+    done = _finished(results)
+    skipped = len(done)
+    t0 = time.perf_counter()
+    todo_batches = _batches(dataset, opts, set(done))
+    n_new = 0
+    total_hint = _count_rows(dataset, fmt) - skipped if opts.progress else None
+    with open(results, "ab") as fh:
+        if opts.jobs > 1:
+            import multiprocessing as mp
+
+            ex = ProcessPoolExecutor(max_workers=opts.jobs, mp_context=mp.get_context("spawn"))
+            stream = ex.map(_audit_batch, ((b, opts) for b in todo_batches), chunksize=1)
+        else:
+            ex = None
+            stream = (_audit_batch((b, opts)) for b in todo_batches)
+        try:
+            for batch in stream:
+                for rec in batch:
+                    fh.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
+                    done[rec["row"]] = {"verdict": rec["verdict"], "hack_types": rec["hack_types"], "id": rec["id"]}
+                fh.flush()
+                os.fsync(fh.fileno())
+                n_new += len(batch)
+                if opts.progress:
+                    rate = n_new / max(1e-9, time.perf_counter() - t0)
+                    eta = f", ETA {max(0, total_hint - n_new) / rate:.0f}s" if total_hint else ""
+                    print(f"\r{len(done)} rows done, {rate:.1f} rows/s{eta}   ", end="", file=sys.stderr, flush=True)
+        finally:
+            if ex is not None:
+                ex.shutdown(cancel_futures=True)
+    if opts.progress:
+        print(file=sys.stderr)
+    kept = _write_cleaned(dataset, out, fmt, done, opts)
+    summary = _summary(done, kept, opts)
+    summary.update(rows_new=n_new, rows_resumed=skipped, seconds=round(time.perf_counter() - t0, 2),
+                   dataset=str(dataset), format=fmt)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    from hackscan.report.html import render_dataset
+
+    (out / "report.html").write_text(render_dataset(summary, results), encoding="utf-8")
+    return summary
+
+
+def _count_rows(dataset: Path, fmt: str) -> int:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(dataset).metadata.num_rows
+    n = 0
+    with open(dataset, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            n += chunk.count(b"\n")
+    return n
+
+
+def _batches(dataset: Path, opts: CleanOptions, done: set[int]):
+    batch = []
+    for i, rec, err in iter_rows(dataset):
+        if i in done:
+            continue
+        rid = get_path(rec, opts.id_col) if rec is not None and opts.id_col else None
+        rid = i if rid is None else rid
+        code = get_path(rec, opts.code_col) if rec is not None else None
+        ref = get_path(rec, opts.ref_col) if rec is not None and opts.ref_col else None
+        if err is None and not isinstance(code, str):
+            err = f"no code in column {opts.code_col!r}"
+        batch.append((i, rid if isinstance(rid, (int, str)) else str(rid), code, ref if isinstance(ref, str) else None, err))
+        if len(batch) >= BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _write_cleaned(dataset: Path, out: Path, fmt: str, done: dict[int, dict], opts: CleanOptions) -> int:
+    """The rows the policy keeps, in the input's format, by a second streaming pass. Written to a
+    temporary name and renamed: a kill leaves no half-written cleaned file."""
+    keep = lambda i: i in done and done[i]["verdict"] not in opts.remove  # noqa: E731
+    kept = 0
+    if fmt == "jsonl":
+        target = out / ("cleaned" + "".join(dataset.suffixes[-1:]))
+        tmp = target.with_name(target.name + ".part")
+        with open(dataset, "rb") as src, open(tmp, "wb") as dst:
+            for i, line in enumerate(src):
+                if keep(i):
+                    dst.write(line if line.endswith(b"\n") else line + b"\n")
+                    kept += 1
+        os.replace(tmp, target)
+        return kept
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(dataset)
+    target = out / "cleaned.parquet"
+    tmp = target.with_name(target.name + ".part")
+    writer = pq.ParquetWriter(tmp, pf.schema_arrow)
+    i = 0
+    try:
+        for batch in pf.iter_batches(batch_size=1024):
+            mask = [keep(i + k) for k in range(batch.num_rows)]
+            i += batch.num_rows
+            if any(mask):
+                writer.write_table(pa.Table.from_batches([batch]).filter(pa.array(mask)))
+                kept += sum(mask)
+    finally:
+        writer.close()
+    os.replace(tmp, target)
+    return kept
+
+
+def _summary(done: dict[int, dict], kept: int, opts: CleanOptions) -> dict:
+    from collections import Counter
+
+    verdicts = Counter(d["verdict"] for d in done.values())
+    by_type: Counter = Counter()
+    for d in done.values():
+        for t in d["hack_types"]:
+            by_type[(t, d["verdict"])] += 1
+    types: dict = {}
+    for (t, v), n in sorted(by_type.items()):
+        types.setdefault(t, {})[v] = n
+    return {"rows": len(done), "kept": kept, "removed": len(done) - kept, "removed_verdicts": list(opts.remove),
+            "verdicts": dict(sorted(verdicts.items())), "hack_types": types, "policy": opts.policy,
+            "dynamic": opts.dynamic}

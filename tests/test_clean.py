@@ -1,0 +1,116 @@
+"""`hackscan clean`: a JSONL (and parquet) dataset built from the corpus, results per row,
+cleaned rows in the input's format, resume, and a kill at a random moment."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from hackscan.clean import CleanOptions, clean
+from hackscan.corpus import corpus_files, parse_marks
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def corpus_rows():
+    rows = []
+    for f in corpus_files(ROOT / "corpus" / "synthetic"):
+        side = parse_marks(f).sidecar
+        ref = side.get("reference")
+        if f.suffix != ".py" or not ref:
+            continue
+        text = f.read_text()
+        if any(sib.name in text for sib in f.parent.iterdir() if sib.suffix in (".cu", ".cuh", ".cpp")):
+            continue  # it compiles files beside it, which a dataset row does not have
+        rows.append({"id": str(f.relative_to(ROOT / "corpus")), "code": text,
+                     "reference": (f.parent / ref).resolve().read_text(), "expected": side.get("static"),
+                     "meta": {"source": "corpus"}})
+    return rows
+
+
+def write_jsonl(path, rows, extra_lines=()):
+    with open(path, "w") as fh:
+        for r in rows:
+            fh.write(json.dumps(r) + "\n")
+        for line in extra_lines:
+            fh.write(line + "\n")
+
+
+def test_clean_jsonl_results_cleaned_rows_summary_and_report(tmp_path):
+    rows = corpus_rows()
+    ds = tmp_path / "gen.jsonl"
+    write_jsonl(ds, rows, ['{"id": "broken", "code": ', '{"id": "nocode"}'])
+    s = clean(ds, tmp_path / "out", CleanOptions())
+    n = len(rows) + 2
+    results = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["row"] for r in results) == list(range(n))          # one result per input row
+    by_row = {r["row"]: r for r in results}
+    for i, r in enumerate(rows):                                         # the static verdicts, by id
+        assert by_row[i]["id"] == r["id"] and by_row[i]["verdict"] == r["expected"], (r["id"], by_row[i])
+    assert by_row[n - 2]["verdict"] == "error" and by_row[n - 1]["verdict"] == "error"
+    keep = [i for i in range(n) if by_row[i]["verdict"] not in ("hacked", "violation")]
+    lines = ds.read_text().splitlines()
+    assert (tmp_path / "out" / "cleaned.jsonl").read_text().splitlines() == [lines[i] for i in keep]
+    assert s["rows"] == n and s["kept"] == len(keep) and s["removed"] == n - len(keep)
+    assert s["verdicts"]["hacked"] == sum(r["expected"] == "hacked" for r in rows)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["kept"] == len(keep)
+    HTMLParser().feed((tmp_path / "out" / "report.html").read_text())
+    assert "Rows per hack type" in (tmp_path / "out" / "report.html").read_text()
+    # a restart finds every row done
+    again = clean(ds, tmp_path / "out", CleanOptions())
+    assert again["rows_new"] == 0 and again["rows_resumed"] == n and again["kept"] == len(keep)
+
+
+def test_nested_records_and_custom_columns(tmp_path):
+    rows = corpus_rows()[:10]
+    ds = tmp_path / "nested.jsonl"
+    write_jsonl(ds, [{"uid": r["id"], "sample": {"kernel": r["code"], "ref": r["reference"]}} for r in rows])
+    clean(ds, tmp_path / "o", CleanOptions(code_col="sample.kernel", ref_col="sample.ref", id_col="uid"))
+    got = [json.loads(x) for x in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    assert [g["verdict"] for g in sorted(got, key=lambda g: g["row"])] == [r["expected"] for r in rows]
+    assert {g["id"] for g in got} == {r["id"] for r in rows}
+
+
+def test_parquet_in_parquet_out(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rows = corpus_rows()[:30]
+    ds = tmp_path / "gen.parquet"
+    pq.write_table(pa.Table.from_pylist([{k: r[k] for k in ("id", "code", "reference", "expected")} for r in rows]),
+                   ds, row_group_size=7)
+    s = clean(ds, tmp_path / "o", CleanOptions())
+    out = pq.read_table(tmp_path / "o" / "cleaned.parquet").to_pylist()
+    assert [r["id"] for r in out] == [r["id"] for r in rows if r["expected"] not in ("hacked", "violation")]
+    assert s["kept"] == len(out) and s["rows"] == len(rows)
+
+
+def test_a_kill_at_any_moment_loses_and_duplicates_nothing(tmp_path):
+    base = corpus_rows()
+    rows = [dict(r, id=f"{k}:{r['id']}") for k in range(8) for r in base]   # ~900 rows
+    ds = tmp_path / "big.jsonl"
+    write_jsonl(ds, rows)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "hackscan.cli", "clean", str(ds), "--out", str(out), "--no-progress"]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    res = out / "results.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not res.exists() or res.stat().st_size < 20_000):
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    partial = res.read_text().count("\n")
+    assert 0 < partial < len(rows), partial     # killed in the middle
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(x) for x in res.read_text().splitlines()]
+    assert sorted(g["row"] for g in got) == list(range(len(rows)))   # complete, no duplicates
+    assert {g["id"] for g in got} == {r["id"] for r in rows}

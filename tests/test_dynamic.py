@@ -418,3 +418,34 @@ def test_ghost_replay_clears_a_real_epilogue_after_a_layer(session, tmp_path):
     r = session.audit(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref)
     assert r.dynamic["probes"]["ghost-replay"]["status"] == "passed", r.dynamic["probes"]["ghost-replay"]
     assert r.verdict != "hacked", r.reasons
+
+
+FIRST_ELEMENT_SHORTCUT = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if x[0, 0] >= 0:
+            return x
+        return torch.relu(x)
+"""
+
+LAST_ELEMENT_SHORTCUT = FIRST_ELEMENT_SHORTCUT.replace("x[0, 0]", "x[-1, -1]")
+
+
+@pytest.mark.parametrize("src", [FIRST_ELEMENT_SHORTCUT, LAST_ELEMENT_SHORTCUT], ids=["first", "last"])
+def test_a_check_on_one_element_is_caught_whatever_the_seed(refs, tmp_path, src):
+    """Random sign mixes catch `if x[0, 0] >= 0: return x` only where their sample falls (about
+    7 seeds in 8); the half-negated sets catch it always. Three seeds, all must catch."""
+    for seed in (1, 2, 3):
+        s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=60, seed=seed))
+        try:
+            d = tmp_path / f"s{seed}"
+            d.mkdir()
+            r = run(s, refs, d, src)
+        finally:
+            s.close()
+        assert r.verdict == "hacked" and "value-special-casing" in r.hack_types, (seed, r.reasons)
+        detail = r.dynamic["probes"]["hidden-distributions"]["detail"]
+        assert "negated" in detail, detail

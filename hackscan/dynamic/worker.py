@@ -840,6 +840,14 @@ def _variant(torch, t, kind, g):
         if t.dim() >= 2:
             return t.transpose(-1, -2).contiguous().transpose(-1, -2)
         return torch.stack([t, t], dim=-1)[..., 0]
+    if kind in ("head_negated", "tail_negated"):
+        flat = t.reshape(-1).clone()
+        h = flat.numel() // 2
+        if kind == "tail_negated":
+            flat[h:] = -flat[h:]
+        else:
+            flat[:h] = -flat[:h]
+        return flat.reshape(t.shape)
     if kind == "fresh":
         return torch.rand(t.shape, generator=g).to(dt)
     raise ValueError(kind)

@@ -120,6 +120,25 @@ def _audit_batch(args) -> list[dict]:
     return out
 
 
+def _entry(rec: dict) -> dict:
+    """What the end of the run needs of a finished row (the full record stays in the file)."""
+    return {"verdict": rec["verdict"], "hack_types": rec.get("hack_types", []), "id": rec.get("id")}
+
+
+def _bounded_map(ex, fn, items, window: int):
+    """Executor.map submits every item at once (the whole dataset in memory): at most `window`
+    batches in flight here, results in input order."""
+    from collections import deque
+
+    pending: deque = deque()
+    for x in items:
+        pending.append(ex.submit(fn, x))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
 def _finished(results: Path) -> dict[int, dict]:
     """Rows already done; a last line cut short by a kill is dropped from the file."""
     done: dict[int, dict] = {}
@@ -134,7 +153,7 @@ def _finished(results: Path) -> dict[int, dict]:
                 rec = json.loads(line)
             except ValueError:
                 break
-            done[rec["row"]] = {"verdict": rec["verdict"], "hack_types": rec.get("hack_types", []), "id": rec.get("id")}
+            done[rec["row"]] = _entry(rec)
             good += len(line)
     if good != results.stat().st_size:
         with open(results, "r+b") as fh:
@@ -157,7 +176,7 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
             import multiprocessing as mp
 
             ex = ProcessPoolExecutor(max_workers=opts.jobs, mp_context=mp.get_context("spawn"))
-            stream = ex.map(_audit_batch, ((b, opts) for b in todo_batches), chunksize=1)
+            stream = _bounded_map(ex, _audit_batch, ((b, opts) for b in todo_batches), 2 * opts.jobs)
         else:
             ex = None
             stream = (_audit_batch((b, opts)) for b in todo_batches)
@@ -165,7 +184,7 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
             for batch in stream:
                 for rec in batch:
                     fh.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
-                    done[rec["row"]] = {"verdict": rec["verdict"], "hack_types": rec["hack_types"], "id": rec["id"]}
+                    done[rec["row"]] = _entry(rec)
                 fh.flush()
                 os.fsync(fh.fileno())
                 n_new += len(batch)

@@ -7,8 +7,23 @@ import statistics
 
 import pytest
 
-from hackscan.measure.floor import Floor, below_floor, bytes_moved, count_flops
-from hackscan.measure.stats import enough, kernelbench_stats, median_ci, summarize
+from hackscan.measure.floor import Floor, below_floor
+from hackscan.measure.stats import kernelbench_stats, median_ci, summarize
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """The worker is standalone (it imports nothing from hackscan): its stopping rule and FLOP
+    count are tested where they run."""
+    import importlib.util
+    from pathlib import Path
+
+    import hackscan.dynamic as dyn
+
+    spec = importlib.util.spec_from_file_location("hs_worker_measure", Path(dyn.__file__).with_name("worker.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_summary_matches_the_standard_library():
@@ -33,7 +48,10 @@ def test_median_interval_covers_the_true_median_about_95_percent_of_the_time():
     assert 0.90 <= hits / 400 <= 0.99
 
 
-def test_stopping_rule_waits_for_precision():
+def test_stopping_rule_waits_for_precision(worker):
+    def enough(xs, max_n=1000):
+        return worker._precise_enough(xs, 0.01, 10, max_n)
+
     tight = [1.0 + 0.001 * (i % 3) for i in range(12)]
     noisy = [1.0 + (i % 2) for i in range(12)]
     assert not enough(tight[:5])                 # fewer than the minimum
@@ -57,16 +75,15 @@ def test_floor_is_the_slower_of_memory_and_math():
     assert not below_floor(1e-9, Floor(0, 0, 0.0, 0.0))  # nothing known: never flagged
 
 
-def test_flops_counted_on_the_meta_device():
+def test_flops_counted_on_the_meta_device(worker):
     torch = pytest.importorskip("torch")
+    count_flops = worker._count_flops
     with torch.device("meta"):
         a, b = torch.empty(256, 512), torch.empty(512, 128)
         conv, x = torch.nn.Conv2d(8, 16, 3, padding=1), torch.empty(2, 8, 32, 32)
     assert count_flops(lambda p, q: p @ q, [a, b]) == 2 * 256 * 512 * 128
     assert count_flops(conv, [x]) == 2 * 2 * 16 * 32 * 32 * 8 * 3 * 3
     assert count_flops(torch.relu, [a]) == 0  # elementwise: the bytes bound it
-    spec = [{"shape": [256, 512], "bytes": 256 * 512 * 4}, {"scalar": "3"}]
-    assert bytes_moved(spec, [{"bytes": 1024}]) == 256 * 512 * 4 + 1024
 
 
 # --- assess: the report from the workers' records (recorded-shaped fakes) ---------------------

@@ -118,9 +118,12 @@ def test_rebound_timers_are_reported_and_do_not_fool_the_harness(setup):
 
 def test_the_reference_is_measured_once_per_problem(setup):
     s, d, ref = setup
+    measure(setup, "honest1", HONEST)
     before = dict(s._measurer._baselines)
     measure(setup, "honest2", HONEST)
-    assert s._measurer._baselines.keys() == before.keys() and before
+    after = s._measurer._baselines
+    assert len(before) == 1 and after.keys() == before.keys()
+    assert all(after[k] is v for k, v in before.items())   # the same Baseline, not a new run
 
 
 def test_compiled_reference_as_a_third_baseline(tmp_path):

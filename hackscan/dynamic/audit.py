@@ -124,6 +124,7 @@ class DynamicSession:
         self._ref_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         self.timings: dict[str, float] = {}
+        self._measurer = None   # hackscan.measure.run.Measurer, made on the first measurement
 
     def close(self) -> None:
         shutil.rmtree(self.work, ignore_errors=True)
@@ -249,7 +250,7 @@ class DynamicSession:
         if reason:
             return replace(result, measure={"status": "not-run", "reason": reason})
         with self._lock:
-            if getattr(self, "_measurer", None) is None:
+            if self._measurer is None:
                 self._measurer = Measurer(self, MeasureOptions(budget_s=self.opts.measure_budget_s,
                                                                compile_baseline=self.opts.measure_compile))
         try:

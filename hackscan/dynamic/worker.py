@@ -239,6 +239,18 @@ def _outputs_list(torch, out):
     return [out]
 
 
+def _snapshot(torch, out) -> list:
+    """Private copies of forward's outputs, taken on the caller's stream."""
+    return [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in _outputs_list(torch, out)]
+
+
+def _changed_since(torch, snapshot, out) -> bool:
+    """Whether any output differs from its snapshot: work still running when forward returned."""
+    return any(isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+               and not torch.equal(a.nan_to_num(), b.detach().nan_to_num())
+               for a, b in zip(snapshot, _outputs_list(torch, out)))
+
+
 def _plain(torch, t):
     """A plain tensor copy in memory the worker owns (a subclass is reported, then unwrapped)."""
     if not isinstance(t, torch.Tensor):
@@ -310,7 +322,7 @@ def main(jobdir: str) -> int:
         if job.get("param_file"):
             _load_params(torch, model, os.path.join(jobdir, job["param_file"]), result)
         if clock is not None:
-            _measure(torch, mod, model, job, jobdir, result, clock)
+            _measure(torch, model, job, jobdir, result, clock)
             result["ok"] = True
             result["total_s"] = time.perf_counter() - t_start
             _emit(jobdir, result)
@@ -372,14 +384,14 @@ class _Clock:
 
 
 def _timer_ids(torch) -> dict:
-    names = {"time.perf_counter": time.perf_counter}
-    if torch.cuda.is_available():
-        names.update({"torch.cuda.Event": torch.cuda.Event, "torch.cuda.Event.record": torch.cuda.Event.record,
-                      "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
-                      "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
-                      "torch.cuda.synchronize": torch.cuda.synchronize,
-                      "torch.cuda.current_stream": torch.cuda.current_stream})
-    return {k: id(v) for k, v in names.items()}
+    """_identities' timers and synchronisation, and two more the timed loop calls."""
+    import inspect
+
+    ids = {k: v for k, v in _identities(torch).items() if k.startswith(("torch.cuda.", "time.perf_counter"))}
+    for k, f in (("torch.cuda.Event.synchronize", torch.cuda.Event.synchronize),
+                 ("torch.cuda.current_stream", torch.cuda.current_stream)):
+        ids[k] = str(id(inspect.unwrap(f)))
+    return ids
 
 
 def _set_precision(torch, mode: str) -> None:
@@ -407,7 +419,7 @@ def _precise_enough(xs, rel, min_n, max_n) -> bool:
     k = int((n - 1.96 * n ** 0.5) // 2)
     if k < 0 or n - 1 - k < k:
         return False
-    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    med = _median(s)
     return med > 0 and (s[n - 1 - k] - s[k]) / 2 / med <= rel
 
 
@@ -417,7 +429,7 @@ def _median(xs):
     return None if not n else (s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2)
 
 
-def _measure(torch, mod, model, job, jobdir, result, clock) -> None:
+def _measure(torch, model, job, jobdir, result, clock) -> None:
     """Time forward the way hackscan reports it, and the way a KernelBench-style loop does.
 
     Fair loop: the inputs live in fixed buffers (as a benchmark's do) refilled before every
@@ -519,8 +531,7 @@ def _measure(torch, mod, model, job, jobdir, result, clock) -> None:
             clock.record(s)
             out = model(*work)
             clock.record(mid)
-            at_return = [o.detach().clone() if isinstance(o, torch.Tensor) else o
-                         for o in _outputs_list(torch, out)] if check else None
+            at_return = _snapshot(torch, out) if check else None
             sync()
             clock.record(e)
             clock.ev_sync(e)
@@ -529,13 +540,10 @@ def _measure(torch, mod, model, job, jobdir, result, clock) -> None:
             ts = clock.perf()
             out = model(*work)
             t_ev = t_sync = (clock.perf() - ts) * 1e3
-            at_return = [o.detach().clone() if isinstance(o, torch.Tensor) else o
-                         for o in _outputs_list(torch, out)] if check else None
+            at_return = _snapshot(torch, out) if check else None
         if check:
             outs = _outputs_list(torch, out)
-            c = {"set": k, "iteration": i, "changed_after_return": any(
-                isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-                and not torch.equal(a.nan_to_num(), b.detach().nan_to_num()) for a, b in zip(at_return, outs))}
+            c = {"set": k, "iteration": i, "changed_after_return": _changed_since(torch, at_return, out)}
             if k not in saved:  # each set's outputs once: the auditor compares them with the reference's
                 c["file"] = _save_outputs(torch, [_plain(torch, o) for o in outs], os.path.join(jobdir, f"chk_{k}"))
                 saved.add(k)
@@ -576,21 +584,27 @@ def _measure(torch, mod, model, job, jobdir, result, clock) -> None:
         refill(0, False)
         outs = _outputs_list(torch, model(*work))
         rec["bytes"] = sum(t.numel() * t.element_size() for t in list(work) + outs if isinstance(t, torch.Tensor))
+        del outs
         try:
-            from torch.utils.flop_counter import FlopCounterMode
-
-            with FlopCounterMode(display=False) as fc:
-                model(*work)
-            rec["flops"] = int(fc.get_total_flops())
+            rec["flops"] = _count_flops(model, work)
         except Exception as e:  # noqa: BLE001
             rec["flops"] = 0
             rec["flops_error"] = f"{type(e).__name__}: {e}"[:200]
-        del outs
     if m.get("calibrate") and cuda:
         rec["device_limits"] = _device_limits(torch, clock)
     rec["timers_rebound"] = sorted(k for k, v in _timer_ids(torch).items() if clock.ids.get(k) != v)
     rec["state_after"] = _state(torch)
     result["measure"] = rec
+
+
+def _count_flops(model, inputs) -> int:
+    """FLOPs of one forward, counted by PyTorch's own dispatcher-level counter (works on the
+    meta device too); 0 where it knows no formula (elementwise work: the bytes bound it)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as fc:
+        model(*inputs)
+    return int(fc.get_total_flops())
 
 
 def _device_limits(torch, clock) -> dict:
@@ -984,12 +998,9 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
             if device == "cuda":
                 # copy the outputs on the caller's stream before waiting for the device: work
                 # left on another stream or thread shows up as a difference after the wait
-                at_return = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in _outputs_list(torch, out)]
+                at_return = _snapshot(torch, out)
                 torch.cuda.synchronize()
-                rec["changed_after_return"] = any(
-                    isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-                    and not torch.equal(a.nan_to_num(), b.detach().nan_to_num())
-                    for a, b in zip(at_return, _outputs_list(torch, out)))
+                rec["changed_after_return"] = _changed_since(torch, at_return, out)
         except BaseException as e:  # noqa: BLE001
             rec["error"] = f"{type(e).__name__}: {e}"[:1000]
             result["steps"].append(rec)

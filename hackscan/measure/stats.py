@@ -1,6 +1,7 @@
 """Statistics of repeated timings: median and interquartile range, a distribution-free confidence
-interval for the median (to decide when enough repetitions were taken), and the fields
-KernelBench's evaluators read (`runtime_stats`)."""
+interval for the median (the worker's stopping rule, `_precise_enough` in
+hackscan/dynamic/worker.py, uses the same order statistics), and the fields KernelBench's
+evaluators read (`runtime_stats`)."""
 from __future__ import annotations
 
 import math
@@ -62,14 +63,6 @@ def summarize(times: list[float]) -> Summary:
     std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
     q1, med, q3 = _quantile(xs, 0.25), _quantile(xs, 0.5), _quantile(xs, 0.75)
     return Summary(n, med, q1, q3, q3 - q1, mean, std, xs[0], xs[-1], median_ci(xs))
-
-
-def enough(times: list[float], rel: float = 0.01, min_n: int = 10, max_n: int = 1000) -> bool:
-    """Whether to stop repeating: at least `min_n` samples and the median known to within `rel`
-    (half its 95% interval over it), or `max_n` samples."""
-    if len(times) < min_n:
-        return False
-    return len(times) >= max_n or summarize(times).rel_precision <= rel
 
 
 def kernelbench_stats(times_ms: list[float], device: str = "", hardware: str = "") -> dict:

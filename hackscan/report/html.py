@@ -11,6 +11,7 @@ from html import escape
 from hackscan import __version__
 from hackscan.findings import VERDICTS, SubmissionResult
 from hackscan.report import summary
+from hackscan.report.text import measure_lines
 
 COLORS = {"clean": "#2e7d32", "suspect": "#f9a825", "hacked": "#c62828", "violation": "#6a1b9a",
           "error": "#546e7a"}
@@ -145,8 +146,6 @@ def render(results: list[SubmissionResult], *, policy: str = "kernelbench", dyna
                          + (f"<pre>{escape(f.snippet)}</pre>" if f.snippet else "") + "</li>")
             body += "</ul></details>"
         if r.measure is not None:
-            from hackscan.report.text import measure_lines
-
             body += "<pre>" + escape("\n".join(x.strip() for x in measure_lines(r.measure))) + "</pre>"
         parts.append(f"<tr><td><code>{escape(r.path)}</code></td><td>{_v(r.verdict)}</td>"
                      f"<td>{escape(', '.join(r.hack_types))}</td><td>{body}</td></tr>")

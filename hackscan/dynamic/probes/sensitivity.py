@@ -35,8 +35,8 @@ class Sensitivity(Probe):
             if not any(isinstance(x, torch.Tensor) and not torch.equal(x, y) for x, y in zip(ra, rb)):
                 continue  # the reference does not notice this change either
             compared += 1
-            same += not any(not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape
-                                 and torch.equal(x, y)) for x, y in zip(ca, cb))
+            same += all(isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape
+                        and torch.equal(x, y) for x, y in zip(ca, cb))
         if not compared:
             return Outcome(self.name, "inconclusive", "no input set changes the reference's output")
         if same == compared and raised:

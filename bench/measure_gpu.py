@@ -14,6 +14,7 @@ soon as it is done:
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import subprocess
 import sys
@@ -57,6 +58,8 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget", type=float, default=10.0, help="seconds of timed calls per worker at most")
     ap.add_argument("--runs", type=int, default=5, help="separate measurements for the stability table")
+    ap.add_argument("--only", default="", help="measure only the cases whose names contain this")
+    ap.add_argument("--compile", action="store_true", help="a torch.compile'd reference as a third baseline")
     args = ap.parse_args()
     import torch
 
@@ -81,7 +84,16 @@ def main() -> None:
         print(f"[{time.perf_counter() - t0:6.1f}s] wrote {name}", flush=True)
 
     s = DynamicSession(DynamicOptions(mode="all", device="cuda", measure="all", measure_budget_s=args.budget,
-                                      timeout_s=300))
+                                      measure_compile=args.compile, timeout_s=300))
+    # the card's clocks, power and throttle reasons every 200 ms while we measure (read only)
+    smi = None
+    try:
+        smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,temperature.gpu,power.draw,"
+                                "clocks_event_reasons.active", "--format=csv", "-lms", "200"],
+                               stdout=open(out / "measure-clocks.csv", "w"), stderr=subprocess.STDOUT)
+        atexit.register(smi.terminate)
+    except OSError as e:
+        print("no nvidia-smi:", e)
 
     def measured(cand, ref, audit=True):
         c, r = CASES / cand, CASES / ref
@@ -103,6 +115,8 @@ def main() -> None:
                 "candidate_spread": (m.get("candidate") or {}).get("spread"),
                 "strict_median_ms": (m.get("reference_strict") or {}).get("median_ms"),
                 "tf32_median_ms": (m.get("reference_tf32") or {}).get("median_ms"),
+                "compiled_median_ms": (m.get("reference_compiled") or {}).get("median_ms"),
+                "speedup_vs_compiled": sp.get("vs_compiled"),
                 "speedup_vs_strict": sp.get("vs_strict"), "speedup_vs_tf32": sp.get("vs_tf32"),
                 "speedup_naive_kernelbench_style": sp.get("naive"),
                 "event_median_ms": (m.get("candidate") or {}).get("event_median_ms"),
@@ -115,20 +129,27 @@ def main() -> None:
                             ("cudnn-conv-triton-relu", "conv_cudnn_triton_relu.py", "conv_ref.py"),
                             ("identity-relu-hack", "relu_identity_hack.py", "relu_ref.py"),
                             ("side-stream-matmul", "matmul_side_stream.py", "matmul_ref.py")):
+        if args.only not in name:
+            continue
         try:
             rows.append(row(name, *measured(cand, ref, audit=name != "side-stream-matmul")))
         except Exception as e:  # noqa: BLE001
             rows.append({"case": name, "crash": repr(e)})
         write("measure-cases.json", {"rows": rows})
 
+    if args.runs <= 0:
+        s.close()
+        return
     # stability: the same candidate in separate worker processes (the baselines are cached)
     stab = []
     for _ in range(args.runs):
+        t_run = time.time()
         res, _, tm = measured("matmul_triton_tf32.py", "matmul_ref.py", audit=False)
         m = res.measure or {}
         stab.append({"median_ms": (m.get("candidate") or {}).get("median_ms"), "n": (m.get("candidate") or {}).get("n"),
                      "speedup_vs_tf32": (m.get("speedup") or {}).get("vs_tf32"),
-                     "candidate_worker_s": m.get("candidate_worker_s"), "measure_s": round(tm, 2)})
+                     "candidate_worker_s": m.get("candidate_worker_s"), "measure_s": round(tm, 2),
+                     "started_unix": round(t_run, 2), "spread": (m.get("candidate") or {}).get("spread")})
     meds = [r["median_ms"] for r in stab if r["median_ms"]]
     spread = (max(meds) - min(meds)) / (sorted(meds)[len(meds) // 2]) if meds else None
     write("measure-stability.json", {"runs": stab, "median_spread": spread})

@@ -504,18 +504,24 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         sync()
         torch.cuda.reset_peak_memory_stats()
         base, res0 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
-        free0 = torch.cuda.mem_get_info()[0]
+        nvml = _NvmlProcess(torch)
+        used0, free0 = nvml.used(), torch.cuda.mem_get_info()[0]
         out = model(*work)
         sync()
-        free1 = torch.cuda.mem_get_info()[0]
+        used1, free1 = nvml.used(), torch.cuda.mem_get_info()[0]
+        grown = torch.cuda.memory_reserved() - res0
         rec["memory"] = {"peak_allocated": torch.cuda.max_memory_allocated() - base,
-                         "peak_reserved": torch.cuda.max_memory_reserved(), "baseline_allocated": base,
-                         "outside_allocator": max(0, (free0 - free1) - (torch.cuda.memory_reserved() - res0))}
+                         "peak_reserved": torch.cuda.max_memory_reserved(), "baseline_allocated": base}
+        if used0 is not None and used1 is not None:  # this process's device memory, as the driver counts it
+            rec["memory"].update(outside_allocator=max(0, (used1 - used0) - grown), outside_source="nvml")
+        else:  # the whole device's free memory: valid because measurements run one at a time
+            rec["memory"].update(outside_allocator=max(0, (free0 - free1) - grown), outside_source="cudaMemGetInfo",
+                                 nvml=nvml.why)
         del out
 
     check_every = m.get("check_every", 8)
     fair, evt, checks = [], [], []
-    saved = set()
+    saved: dict = {}
     i = 0
     t_loop = clock.perf()
     while True:
@@ -545,8 +551,9 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
             outs = _outputs_list(torch, out)
             c = {"set": k, "iteration": i, "changed_after_return": _changed_since(torch, at_return, out)}
             if k not in saved:  # each set's outputs once: the auditor compares them with the reference's
-                c["file"] = _save_outputs(torch, [_plain(torch, o) for o in outs], os.path.join(jobdir, f"chk_{k}"))
-                saved.add(k)
+                # copied to host memory now, written after the loop (a slow disk must not eat the budget)
+                c["file"] = f"chk_{k}"
+                saved[k] = [_plain(torch, o) for o in outs]
             checks.append(c)
             del at_return
         else:
@@ -561,6 +568,11 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
                 and len(saved) == len(pool) and spent >= m.get("min_time_s", 1.0)) or spent > m.get("budget_s", 10.0):
             break
     rec.update({"fair_ms": fair, "event_ms": evt, "checks": checks, "iterations": i, "loop_s": clock.perf() - t_loop})
+    names = {k: _save_outputs(torch, outs, os.path.join(jobdir, f"chk_{k}")) for k, outs in saved.items()}
+    for c in checks:
+        if "file" in c:
+            c["file"] = names[c["set"]]
+    saved.clear()
 
     # KernelBench-style: the same inputs every time, no flush, events on the caller's stream only
     refill(0, False)
@@ -595,6 +607,40 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
     rec["timers_rebound"] = sorted(k for k, v in _timer_ids(torch).items() if clock.ids.get(k) != v)
     rec["state_after"] = _state(torch)
     result["measure"] = rec
+
+
+class _NvmlProcess:
+    """This process's device memory as the driver reports it through NVML (pynvml), where the
+    library and the driver's per-process accounting are available (not inside every container:
+    the driver may not see our pid); `used()` is None otherwise and `why` says why."""
+
+    def __init__(self, torch):
+        self.why, self._h = None, None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            uuid = str(getattr(torch.cuda.get_device_properties(0), "uuid", "") or "")
+            if uuid:
+                self._h = pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else "GPU-" + uuid)
+            else:
+                self._h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+            self._nvml = pynvml
+            if self.used() is None:
+                self.why, self._h = "NVML does not list this process", None
+        except Exception as e:  # noqa: BLE001 - no pynvml, no driver library, an old driver
+            self.why, self._h = f"{type(e).__name__}: {e}"[:160], None
+
+    def used(self):
+        if self._h is None:
+            return None
+        try:
+            for p in self._nvml.nvmlDeviceGetComputeRunningProcesses(self._h):
+                if p.pid == os.getpid() and p.usedGpuMemory is not None:
+                    return int(p.usedGpuMemory)
+        except Exception:  # noqa: BLE001
+            return None
+        return None
 
 
 def _count_flops(model, inputs) -> int:

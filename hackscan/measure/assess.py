@@ -85,7 +85,8 @@ def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | 
         out["memory"] = {"candidate_peak_bytes": cm["peak_allocated"], "reference_peak_bytes": rm["peak_allocated"],
                          "ratio": ratio, "candidate_reserved_bytes": cm["peak_reserved"],
                          "reference_reserved_bytes": rm["peak_reserved"],
-                         "candidate_outside_allocator_bytes": cm.get("outside_allocator", 0)}
+                         "candidate_outside_allocator_bytes": cm.get("outside_allocator", 0),
+                         "outside_allocator_source": cm.get("outside_source")}
         if ratio is not None and ratio > MEMORY_SLACK:
             flags.append({"flag": "memory-regression",
                           "detail": f"peak memory {ratio:.2f}x the reference's ({cm['peak_allocated']:,} vs "
@@ -93,7 +94,8 @@ def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | 
         if cm.get("outside_allocator", 0) > max(1 << 20, 0.05 * rm["peak_allocated"]):
             flags.append({"flag": "memory-outside-allocator",
                           "detail": f"{cm['outside_allocator']:,} bytes of device memory taken during forward "
-                                    "outside PyTorch's allocator (cudaMalloc or a library of its own)"})
+                                    "outside PyTorch's allocator (cudaMalloc or a library of its own; "
+                                    f"seen through {cm.get('outside_source') or 'the device memory info'})"})
 
     lim = limits or strict.get("device_limits")
     if lim and (strict.get("bytes") or strict.get("flops")):

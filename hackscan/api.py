@@ -72,8 +72,22 @@ def _worker_batch(args) -> list[SubmissionResult]:
     return [scan_item(i, opts, max_bytes) for i in items]
 
 
-def iter_scan(items: list[Item], opts: Options, jobs: int = 1, max_bytes: int = MAX_BYTES) -> Iterator[SubmissionResult]:
-    """Results in input order; with jobs > 1 the work is spread over processes in chunks."""
+def iter_scan(items: list[Item], opts: Options, jobs: int = 1, max_bytes: int = MAX_BYTES,
+              backend=None) -> Iterator[SubmissionResult]:
+    """Results in input order; with jobs > 1 the work is spread over processes in chunks, or
+    over Ray tasks with a `hackscan.parallel.RayBackend` (the paths must be readable where the
+    tasks run: a local instance, or a cluster with a shared filesystem)."""
+    if backend is not None and backend.name == "ray":
+        from hackscan.parallel import BatchFailure
+
+        chunk = max(4, min(256, len(items) // (backend.jobs * 4) or 1))
+        batches = (items[i:i + chunk] for i in range(0, len(items), chunk))
+        for (batch, _, _), res in backend.map(_worker_batch, ((b, opts, max_bytes) for b in batches)):
+            if isinstance(res, BatchFailure):
+                yield from (error_result(i.display, res.reason) for i in batch)
+            else:
+                yield from res
+        return
     if jobs <= 1 or len(items) < 8:
         for i in items:
             yield scan_item(i, opts, max_bytes)

@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -43,6 +42,9 @@ class CleanOptions:
     jobs: int = 1
     timeout_s: float = 180.0
     progress: bool = False
+    backend: str = "local"          # local | ray
+    ray_address: str | None = None
+    task_timeout_s: float | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -125,20 +127,6 @@ def _entry(rec: dict) -> dict:
     return {"verdict": rec["verdict"], "hack_types": rec.get("hack_types", []), "id": rec.get("id")}
 
 
-def _bounded_map(ex, fn, items, window: int):
-    """Executor.map submits every item at once (the whole dataset in memory): at most `window`
-    batches in flight here, results in input order."""
-    from collections import deque
-
-    pending: deque = deque()
-    for x in items:
-        pending.append(ex.submit(fn, x))
-        if len(pending) >= window:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
-
-
 def _finished(results: Path) -> dict[int, dict]:
     """Rows already done; a last line cut short by a kill is dropped from the file."""
     done: dict[int, dict] = {}
@@ -171,17 +159,21 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
     todo_batches = _batches(dataset, opts, set(done))
     n_new = 0
     total_hint = _count_rows(dataset, fmt) - skipped if opts.progress else None
-    with open(results, "ab") as fh:
-        if opts.jobs > 1:
-            import multiprocessing as mp
+    from hackscan.parallel import BatchFailure, LocalBackend, RayBackend
 
-            ex = ProcessPoolExecutor(max_workers=opts.jobs, mp_context=mp.get_context("spawn"))
-            stream = _bounded_map(ex, _audit_batch, ((b, opts) for b in todo_batches), 2 * opts.jobs)
-        else:
-            ex = None
-            stream = (_audit_batch((b, opts)) for b in todo_batches)
+    if opts.backend == "ray":
+        # dynamic rows hold a GPU each on CUDA; static batches only parse
+        gpu = opts.dynamic != "off" and opts.device == "cuda"
+        backend = RayBackend(opts.jobs if opts.jobs > 1 else None, address=opts.ray_address,
+                             num_gpus=1 if gpu else 0, timeout_s=opts.task_timeout_s)
+    else:
+        backend = LocalBackend(opts.jobs)
+    with open(results, "ab") as fh:
         try:
-            for batch in stream:
+            for (rows, _), batch in backend.map(_audit_batch, ((b, opts) for b in todo_batches), 2 * backend.jobs):
+                if isinstance(batch, BatchFailure):
+                    batch = [{"id": rid, "row": i, "verdict": "error", "hack_types": [], "reasons": [batch.reason],
+                              "findings": []} for i, rid, *_ in rows]
                 for rec in batch:
                     fh.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
                     done[rec["row"]] = _entry(rec)
@@ -193,8 +185,7 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
                     eta = f", ETA {max(0, total_hint - n_new) / rate:.0f}s" if total_hint else ""
                     print(f"\r{len(done)} rows done, {rate:.1f} rows/s{eta}   ", end="", file=sys.stderr, flush=True)
         finally:
-            if ex is not None:
-                ex.shutdown(cancel_futures=True)
+            backend.close()
     if opts.progress:
         print(file=sys.stderr)
     kept = _write_cleaned(dataset, out, fmt, done, opts)

@@ -66,6 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "(classification, should_filter, filter_reason, matched_patterns) as the last line, "
                         "exit 0 whatever it finds")
     a.add_argument("--jobs", "-j", type=int, default=None, help="processes for the static pass")
+    a.add_argument("--dynamic-jobs", type=int, default=None,
+                   help="candidates audited at a time (default: one per GPU on CUDA, each audit's workers "
+                        "pinned to its GPU; --jobs on the CPU); with --backend ray, per Ray task")
+    a.add_argument("--backend", choices=("local", "ray"), default=None,
+                   help="local process pool (default) or Ray tasks (pip install 'hackscan[ray]'): static "
+                        "batches on CPUs, dynamic audits one GPU per task in a fresh worker process")
+    a.add_argument("--ray-address", default=None,
+                   help="Ray cluster to join ('auto', 'ray://host:10001'); default: start a local instance")
+    a.add_argument("--task-timeout", type=float, default=None,
+                   help="Ray: seconds before a task is cancelled (default 3600); its items become errors")
     a.add_argument("--max-bytes", type=int, default=None, help="skip files larger than this (default 1000000)")
     a.add_argument("--config", help="configuration file (default: hackscan.toml or [tool.hackscan] in pyproject.toml)")
     a.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -91,7 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--dynamic", choices=("off", "auto", "all"), default="off",
                    help="off (default): static only; auto/all: run rows that have a reference")
     k.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    k.add_argument("--jobs", "-j", type=int, default=1, help="processes")
+    k.add_argument("--jobs", "-j", type=int, default=1, help="processes (or Ray tasks in flight)")
+    k.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="local process pool (default) or Ray tasks (pip install 'hackscan[ray]')")
+    k.add_argument("--ray-address", default=None, help="Ray cluster to join; default: a local instance")
+    k.add_argument("--task-timeout", type=float, default=None,
+                   help="Ray: seconds before a batch's task is cancelled (its rows become errors)")
     k.add_argument("--no-progress", action="store_true")
     d = sub.add_parser("docs", help="write docs/rules/<id>.md from the rule docstrings")
     d.add_argument("out", nargs="?", default="docs/rules")
@@ -177,8 +192,12 @@ def cmd_clean(args) -> int:
                         id_col=args.id_col or cols["id_col"], policy=args.policy,
                         remove=tuple(v.strip() for v in args.remove.split(",") if v.strip()), dynamic=args.dynamic,
                         device=args.device, jobs=max(1, args.jobs),
-                        progress=not args.no_progress and sys.stderr.isatty())
-    s = clean(path, Path(args.out), opts)
+                        progress=not args.no_progress and sys.stderr.isatty(), backend=args.backend,
+                        ray_address=args.ray_address, task_timeout_s=args.task_timeout)
+    try:
+        s = clean(path, Path(args.out), opts)
+    except RuntimeError as e:  # Ray missing or no GPU in the Ray cluster
+        return _err(str(e))
     print(f"{s['rows']} rows: {s['kept']} kept, {s['removed']} removed; "
           + ", ".join(f"{n} {v}" for v, n in s["verdicts"].items()) + f"; results in {args.out}")
     return 0
@@ -333,12 +352,45 @@ def cmd_audit(args) -> int:
                                                     measure=measure,
                                                     measure_budget_s=args.measure_budget or cfg.get("measure-budget", 10.0),
                                                     measure_compile=args.measure_compile or cfg.get("measure-compile", False)))
+        backend_name = args.backend or cfg.get("backend", "local")
+        if backend_name not in ("local", "ray"):
+            return _err(f"unknown backend {backend_name!r}")
+        backends = []
         try:
-            stream = iter_scan(items, opts, jobs, max_bytes)
+            static_backend = None
+            if backend_name == "ray":
+                from hackscan.parallel import RayBackend
+
+                try:
+                    static_backend = RayBackend(args.jobs, address=args.ray_address or cfg.get("ray-address"),
+                                                timeout_s=args.task_timeout or cfg.get("task-timeout", 3600.0))
+                except RuntimeError as e:
+                    return _err(str(e))
+                backends.append(static_backend)
+            stream = iter_scan(items, opts, jobs, max_bytes, backend=static_backend)
             if session is not None:
                 static = list(stream)
-                # audit() returns submissions that could not be read unchanged
-                stream = session.audit_many([(r, item.path, item.reference) for item, r in zip(items, static)], jobs)
+                triples = [(r, item.path, item.reference) for item, r in zip(items, static)]
+                djobs = args.dynamic_jobs or cfg.get("dynamic-jobs")
+                if backend_name == "ray":
+                    from dataclasses import replace as _replace
+
+                    from hackscan.dynamic.remote import audit_many_ray
+                    from hackscan.parallel import RayBackend
+
+                    try:
+                        dyn = RayBackend(None, address=args.ray_address or cfg.get("ray-address"),
+                                         num_gpus=1 if session.opts.device == "cuda" else 0,
+                                         timeout_s=args.task_timeout or cfg.get("task-timeout", 3600.0))
+                    except RuntimeError as e:
+                        return _err(str(e))
+                    backends.insert(0, dyn)
+                    stream = audit_many_ray(dyn, _replace(session.opts, seed=session.seed), triples, djobs or 1)
+                else:
+                    if not djobs:
+                        djobs = max(1, len(session.gpus)) if session.opts.device == "cuda" else jobs
+                    # audit() returns submissions that could not be read unchanged
+                    stream = session.audit_many(triples, djobs)
             for r in stream:
                 results.append(r)
                 prog.step(r.path)
@@ -348,6 +400,8 @@ def cmd_audit(args) -> int:
         finally:
             if session is not None:
                 session.close()
+            for b in backends:
+                b.close()
         prog.close()
         if fmt == "text":
             from hackscan.report import text

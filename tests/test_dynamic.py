@@ -449,3 +449,46 @@ def test_a_check_on_one_element_is_caught_whatever_the_seed(refs, tmp_path, src)
         assert r.verdict == "hacked" and "value-special-casing" in r.hack_types, (seed, r.reasons)
         detail = r.dynamic["probes"]["hidden-distributions"]["detail"]
         assert "negated" in detail, detail
+
+
+def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
+    from hackscan.dynamic.audit import visible_gpus
+
+    for env, want in (("0,1,2", ["0", "1", "2"]), ("3", []), ("0,-1,2", []), ("GPU-aa, GPU-bb", ["GPU-aa", "GPU-bb"]),
+                      ("", [])):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", env)
+        assert visible_gpus() == want, env
+
+
+def test_one_audit_per_gpu_at_a_time(monkeypatch, tmp_path):
+    """On several GPUs each concurrent audit's workers see only their own GPU, and no GPU has
+    two audits at once (the default: one worker per GPU)."""
+    import threading
+    import time as _time
+    from dataclasses import replace as _replace
+
+    from hackscan.findings import SubmissionResult
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,7")
+    s = DynamicSession(DynamicOptions(mode="all", device="cuda", seed=1))
+    assert s.gpus == ["4", "7"]
+    busy, seen, lock = {}, [], threading.Lock()
+
+    def fake_audit(result, cand, ref):
+        g = s._env()["CUDA_VISIBLE_DEVICES"]
+        with lock:
+            assert not busy.get(g), f"two audits on GPU {g}"
+            busy[g] = True
+            seen.append(g)
+        _time.sleep(0.05)
+        with lock:
+            busy[g] = False
+        return _replace(result, dynamic={"status": "ran", "gpu": g})
+
+    monkeypatch.setattr(s, "audit", fake_audit)
+    base = SubmissionResult(path="x.py", verdict="clean", reasons=(), hack_types=(), findings=())
+    out = list(s.audit_many([(_replace(base, path=f"c{i}.py"), tmp_path, tmp_path) for i in range(8)], jobs=2))
+    assert [r.path for r in out] == [f"c{i}.py" for i in range(8)]
+    assert sorted(set(seen)) == ["4", "7"] and len(seen) == 8
+    assert "CUDA_VISIBLE_DEVICES" not in s._env()      # outside an audit (measurement): every GPU
+    s.close()

@@ -110,6 +110,26 @@ def build_dir(cand_path: Path, device: str, salt: bytes = b"") -> Path:
 STALE_LOCK_S = 900
 
 
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (its own list where it is
+    set); empty where there are fewer than two (nothing to spread over)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        ids = [t.strip() for t in env.split(",") if t.strip()]
+        # the list ends at the first entry that is not a device (CUDA's own rule)
+        out = []
+        for t in ids:
+            if t.startswith("-"):
+                break
+            out.append(t)
+    else:
+        try:
+            out = [str(i) for i in range(torch.cuda.device_count())]
+        except Exception:  # noqa: BLE001 - no driver
+            out = []
+    return out if len(out) > 1 else []
+
+
 class DynamicSession:
     """One audit's dynamic state: the secret seed and the reference runs, reused across every
     candidate of the same problem."""
@@ -125,6 +145,10 @@ class DynamicSession:
         self._lock = threading.Lock()
         self.timings: dict[str, float] = {}
         self._measurer = None   # hackscan.measure.run.Measurer, made on the first measurement
+        # one GPU per concurrent audit where several are visible: each audit's workers see only its own
+        self.gpus = visible_gpus() if opts.device == "cuda" else []
+        self._slot = threading.local()
+        self._slots = None
 
     def close(self) -> None:
         shutil.rmtree(self.work, ignore_errors=True)
@@ -206,14 +230,27 @@ class DynamicSession:
         """Audit (result, candidate path, reference path) triples, `jobs` workers at a time,
         yielding results in input order. Extension builds happen inside the workers, each in its
         own build folder, so they run in parallel too."""
+        if len(self.gpus) > 1 and self._slots is None:
+            import queue
+
+            self._slots = queue.Queue()
+            for k in range(max(1, jobs)):
+                self._slots.put(self.gpus[k % len(self.gpus)])
+
         def one(p):
             result, cand, ref = p
             if self.opts.mode == "off":  # measurement only
                 return result
+            gpu = self._slots.get() if self._slots is not None else None
+            self._slot.gpu = gpu
             try:
                 return self.audit(result, cand, ref)
             except Exception as e:  # noqa: BLE001 - one submission's failure never stops the audit
                 return replace(result, dynamic={"status": "error", "reason": f"{type(e).__name__}: {e}"})
+            finally:
+                self._slot.gpu = None
+                if gpu is not None:
+                    self._slots.put(gpu)
 
         if self.opts.measure != "off":
             # measurement needs the device to itself: every audit first, then one timing at a time
@@ -274,6 +311,8 @@ class DynamicSession:
         if self.opts.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
+        elif getattr(self._slot, "gpu", None) is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self._slot.gpu
         return env
 
     # ---- one candidate ---------------------------------------------------------

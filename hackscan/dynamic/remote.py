@@ -1,0 +1,70 @@
+"""Dynamic audits as Ray tasks (`--backend ray`): candidates grouped by problem, so each task
+runs its problem's reference once, in chunks, each chunk one task that holds a GPU (on CUDA) and
+runs in a fresh Ray worker process. Inside the task the audit is the local one: every candidate
+and reference still runs in its own isolated worker subprocess, never in the Ray worker.
+
+The secret seed travels to the tasks (auditor processes), never to the audited code; the paths
+must be readable where the tasks run (a local instance, or a cluster with a shared filesystem)."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+from hackscan.findings import SubmissionResult
+
+CHUNK = 8   # candidates per task: larger reuses the reference more, smaller balances better
+
+
+def audit_chunk(args) -> list[SubmissionResult]:
+    """One task: (DynamicOptions, [(static result, candidate path, reference path)], jobs)."""
+    opts, triples, jobs = args
+    from hackscan.dynamic.audit import DynamicSession
+
+    session = DynamicSession(opts)
+    try:
+        return list(session.audit_many([(r, Path(c), Path(f) if f else None) for r, c, f in triples], jobs))
+    finally:
+        session.close()
+
+
+def _problem(ref: Path | None) -> str:
+    if ref is None:
+        return ""
+    try:
+        return hashlib.sha256(ref.read_bytes()).hexdigest()
+    except OSError:
+        return str(ref)
+
+
+def audit_many_ray(backend, opts, triples: list, jobs_per_task: int = 1,
+                   chunk: int = CHUNK) -> Iterator[SubmissionResult]:
+    """Like DynamicSession.audit_many, over Ray tasks; results in input order (each yielded as
+    soon as it and everything before it are done)."""
+    from hackscan.parallel import BatchFailure
+
+    groups: dict[str, list[int]] = {}
+    for i, (_, _, ref) in enumerate(triples):
+        groups.setdefault(_problem(ref), []).append(i)
+    tasks = []
+    for idx in groups.values():
+        for k in range(0, len(idx), chunk):
+            part = idx[k:k + chunk]
+            tasks.append((part, [(triples[i][0], str(triples[i][1]), str(triples[i][2]) if triples[i][2] else None)
+                                 for i in part]))
+    done: dict[int, SubmissionResult] = {}
+    nxt = 0
+    args = ((opts, payload, jobs_per_task) for _, payload in tasks)
+    for (part, _), (_, res) in zip(tasks, backend.map(audit_chunk, args)):
+        for j, i in enumerate(part):
+            if isinstance(res, BatchFailure):
+                done[i] = replace(triples[i][0], dynamic={"status": "error", "reason": res.reason})
+            else:
+                done[i] = res[j]
+        while nxt in done:
+            yield done.pop(nxt)
+            nxt += 1
+    while nxt < len(triples):  # unreachable unless a task returned fewer results
+        yield done.pop(nxt, replace(triples[nxt][0], dynamic={"status": "error", "reason": "lost"}))
+        nxt += 1

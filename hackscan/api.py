@@ -28,10 +28,14 @@ def scan(candidate_source: str | bytes, reference_source: str | bytes | None = N
 def _scan_one(path: str, data: str | bytes, ref: str | bytes | None, ref_path: str | None,
               suffix: str, base_dir: Path | None, opts: Options, max_bytes: int = MAX_BYTES) -> SubmissionResult:
     t0 = time.perf_counter()
+    own_lines = None
+    if suffix == ".py":
+        data, ref, own_lines = _gpumode(data, ref, opts.entry)
     try:
         loaded = load(path, data, ref, entry=opts.entry, suffix=suffix, base_dir=base_dir,
                       reference_path=ref_path, max_bytes=max_bytes)
-        return finish(path, loaded.facts, loaded.lines, load_rules(), opts, loaded.backend, ref_path, t0)
+        result = finish(path, loaded.facts, loaded.lines, load_rules(), opts, loaded.backend, ref_path, t0)
+        return _onto_own_lines(result, loaded.lines, own_lines) if own_lines else result
     except BadInput as e:
         return error_result(path, str(e), seconds=time.perf_counter() - t0)
     except RecursionError:
@@ -39,6 +43,44 @@ def _scan_one(path: str, data: str | bytes, ref: str | bytes | None, ref_path: s
     except Exception as e:  # an analyser bug must not lose the rest of the audit
         return error_result(path, f"internal error while analysing: {type(e).__name__}: {e}",
                             seconds=time.perf_counter() - t0)
+
+
+def _gpumode(data, ref, entry: str):
+    """A GPU MODE submission (custom_kernel, no entry class) and its reference (ref_kernel,
+    generate_input) read as the KernelBench pair they are equivalent to: tails appended, no line
+    moved (hackscan.inputs.gpumode)."""
+    from hackscan.inputs import gpumode
+
+    def text(x):
+        if isinstance(x, bytes):
+            try:
+                return x.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        return x
+
+    c = text(data)
+    if c is None or not gpumode.is_candidate(c, entry):
+        return data, ref, None
+    r = text(ref) if ref is not None else None
+    if r is not None and gpumode.is_reference(r):
+        ref = gpumode.reference_source(r, {})
+    return gpumode.candidate_source(c), ref, len(c.splitlines())
+
+
+def _onto_own_lines(result: SubmissionResult, lines: list[str], own: int) -> SubmissionResult:
+    """Findings placed in the appended GPU MODE tail (the adapter's forward) are reported at the
+    submission's `def custom_kernel`, a line the user wrote."""
+    import re
+    from dataclasses import replace
+
+    at = next((i + 1 for i, ln in enumerate(lines[:own]) if re.match(r"\s*def custom_kernel\s*\(", ln)), 1)
+    moved = []
+    for f in result.findings:
+        if f.location.line > own:
+            f = replace(f, location=replace(f.location, line=at, column=1, end_line=at), snippet=lines[at - 1].strip())
+        moved.append(f)
+    return replace(result, findings=tuple(moved))
 
 
 def scan_item(item: Item, opts: Options, max_bytes: int = MAX_BYTES) -> SubmissionResult:

@@ -53,6 +53,7 @@ class ReferenceRun:
     other_shape: dict = field(default_factory=dict)
     params: int = 0
     prepare_s: float = 0.0
+    writes_inputs: frozenset = frozenset()   # input positions the reference itself writes (output buffers)
 
 
 @dataclass
@@ -79,9 +80,21 @@ def cache_root() -> Path:
 
 
 def sibling_sources(cand_path: Path) -> list[Path]:
-    """C++/CUDA files next to a candidate, which `load(sources=...)` may compile."""
+    """C++/CUDA files next to a candidate, which `load(sources=...)` may compile, and the helper
+    modules an adapted GPU MODE submission imports (hackscan.inputs.gpumode)."""
+    from hackscan.inputs.gpumode import helper_files
+
     return sorted(p for p in cand_path.parent.iterdir()
-                  if p.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and p.stat().st_size < 2_000_000)
+                  if p.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and p.stat().st_size < 2_000_000) + \
+        helper_files(cand_path)
+
+
+def reference_files(ref_path: Path) -> dict[str, Path]:
+    """What a reference worker's folder gets: the reference, and an adapted GPU MODE problem's
+    helper modules."""
+    from hackscan.inputs.gpumode import helper_files
+
+    return {"reference_module.py": ref_path, **{h.name: h for h in helper_files(ref_path)}}
 
 
 def build_dir(cand_path: Path, device: str, salt: bytes = b"") -> Path:
@@ -183,7 +196,7 @@ class DynamicSession:
                "other_shapes": True, "reinit_seed": self._derive("reinit"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
         t0 = time.perf_counter()
-        res = run_worker(job, {"reference_module.py": ref_path}, self._limits(), self.opts.device, self._env(), jobdir=d)
+        res = run_worker(job, reference_files(ref_path), self._limits(), self.opts.device, self._env(), jobdir=d)
         run = ReferenceRun(res.ok, res.error, d, init_file=d / "init.pt",
                            input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0)
         run.other_shape = res.data.get("other_shape", {})
@@ -197,6 +210,9 @@ class DynamicSession:
                         continue
                     run.ok, run.error = False, f"reference forward failed on {rec['set']}: {rec['error']}"
                     break
+                changed = rec.get("input_changed") or []
+                if any(changed):
+                    run.writes_inputs = run.writes_inputs | {i for i, c in enumerate(changed) if c}
                 if "file" not in rec:
                     continue
                 outs = load_outputs(d / rec["file"])
@@ -274,6 +290,10 @@ class DynamicSession:
 
         which = self.opts.measure if self.opts.measure != "off" else "survivors"
         reason = None
+        try:
+            cand_path, ref_path = self.adapt(cand_path, ref_path)
+        except (OSError, ValueError) as e:
+            return replace(result, measure={"status": "not-run", "reason": str(e)[:500]})
         if ref_path is None:
             reason = "no reference to measure against"
         elif result.verdict == "error" or (result.dynamic or {}).get("status") == "error":
@@ -316,10 +336,24 @@ class DynamicSession:
         return env
 
     # ---- one candidate ---------------------------------------------------------
+    def adapt(self, cand_path: Path, ref_path: Path | None) -> tuple[Path, Path | None]:
+        """A GPU MODE pair as the equivalent KernelBench pair (hackscan.inputs.gpumode); any other
+        pair unchanged."""
+        from hackscan.inputs import gpumode
+
+        if not gpumode.is_pair(cand_path, ref_path):
+            return cand_path, ref_path
+        return gpumode.materialize(cand_path, ref_path, self.work, self.opts.device)
+
     def audit(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
         t0 = time.perf_counter()
         if result.verdict == "error":
             return result
+        try:
+            cand_path, ref_path = self.adapt(cand_path, ref_path)
+        except (OSError, ValueError) as e:
+            return replace(result, verdict="error", error=str(e)[:500], reasons=(str(e)[:500],),
+                           dynamic={"status": "error", "reason": str(e)[:500]})
         probes = self.select_probes(result)
         if self.opts.mode == "auto" and not any(f.probes for f in result.findings):
             return replace(result, dynamic={"status": "not-run",
@@ -400,7 +434,7 @@ class DynamicSession:
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
                            load_output=lambda f: self._load(d / f), reference_outputs=ref.outputs,
                            expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]),
-                           input_elems=_float_elems(ref.input_spec))
+                           input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs)
         outcomes = []
         t_cmp = time.perf_counter()
         for p in probes:

@@ -39,6 +39,7 @@ class Observations:
     extra: dict = field(default_factory=dict)          # rewritten-candidate runs: mode -> Observations
     kernel_names: frozenset = frozenset()              # kernels the candidate's source defines (static facts)
     input_elems: int = 0                               # floating-point input elements per call
+    reference_writes: frozenset = frozenset()          # input positions the reference writes too
     _cmp: dict = field(default_factory=dict)
 
     def compare(self, set_name: str, call: int = 0):

@@ -214,7 +214,15 @@ def _identities(torch) -> dict:
     return {k: str(id(inspect.unwrap(v))) for k, v in names.items()}
 
 
+OWN_FILES = {"_worker.py", "candidate_module.py", "reference_module.py"}
+
+
 def _load_module(path: str, name: str):
+    # helper modules the auditor copied beside the source (a GPU MODE problem's task.py and
+    # utils.py) are importable; the folder is this worker's own scratch folder
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path and any(f.endswith(".py") and f not in OWN_FILES for f in os.listdir(folder)):
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod

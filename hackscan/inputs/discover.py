@@ -3,9 +3,12 @@
 Pairing, first match wins: `--reference FILE`; a sidecar `<stem>.toml` with
 `reference = "path"`; `--problems DIR` for KernelBench run names
 (`level_L_problem_P_sample_S_kernel.py` -> `DIR/levelL/P_*.py` or
-`DIR/level_L_problem_P*.py`); a sibling `reference.py` / `ref_code.py`."""
+`DIR/level_L_problem_P*.py`); a sibling `reference.py` / `ref_code.py`. In a GPU MODE problem
+folder (its reference.py defines ref_kernel and generate_input) only files defining
+custom_kernel are candidates."""
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from dataclasses import dataclass
@@ -96,6 +99,8 @@ def discover(paths: list[Path], reference: Path | None = None, problems: Path | 
                         continue
                     if f.suffix == ".py" and _reads_as_reference(f):
                         continue
+                    if f.suffix == ".py" and _gpumode_folder(f.parent) and not _defines_custom_kernel(f):
+                        continue  # a GPU MODE problem's task.py, utils.py, eval.py
                     files.append(f)
         elif p.exists():
             files.append(p)
@@ -114,6 +119,28 @@ def discover(paths: list[Path], reference: Path | None = None, problems: Path | 
         ref = find_reference(f, reference, problems, read_sidecar(side)) if f.exists() else None
         items.append(Item(f, ref, display_path(f, root), side))
     return items
+
+
+@functools.lru_cache(maxsize=4096)
+def _gpumode_folder(d: Path) -> bool:
+    """A GPU MODE problem folder: its reference.py defines ref_kernel and generate_input."""
+    from hackscan.inputs.gpumode import is_reference
+
+    ref = d / "reference.py"
+    try:
+        return ref.is_file() and ref.stat().st_size < 1_000_000 and is_reference(ref.read_text("utf-8", "replace"))
+    except OSError:
+        return False
+
+
+def _defines_custom_kernel(f: Path) -> bool:
+    from hackscan.inputs.gpumode import defines
+
+    try:
+        with f.open("rb") as fh:
+            return defines(fh.read(1_000_000).decode("utf-8", "replace"), "custom_kernel")
+    except OSError:
+        return False
 
 
 def _inside(f: Path, d: Path) -> bool:

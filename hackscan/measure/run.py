@@ -66,8 +66,10 @@ class Measurer:
             return b
 
     def _run_baseline(self, ref_path: Path, key: str) -> Baseline:
+        from hackscan.dynamic.audit import reference_files
+
         d = self.s.work / f"meas-ref-{key}"
-        files = {"reference_module.py": ref_path}
+        files = reference_files(ref_path)
         job = self._job("reference", "reference_module.py", "reference_module", "Model", "strict",
                         floor=True, calibrate=self._limits_cache is None)
         job.update(prepare=True, memory_budget_bytes=self.s.opts.memory_budget_bytes,

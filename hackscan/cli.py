@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_NOTHING = 0, 1, 2, 3
@@ -319,6 +320,9 @@ def cmd_audit(args) -> int:
         return _err(f"--problems {problems}: no such folder")
     root = corpus_dir() if demo else None
     items = discover(paths, reference, problems, root=root)
+    from hackscan.inputs.kernelbench_runs import claims_for
+
+    claims = claims_for([i.path for i in items])   # a KernelBench run's eval_results.json, where present
     if not items:
         print("hackscan: nothing to audit (no .py/.cu/.cuh/.cpp candidates found)", file=sys.stderr)
         return EXIT_NOTHING
@@ -373,8 +377,6 @@ def cmd_audit(args) -> int:
                 triples = [(r, item.path, item.reference) for item, r in zip(items, static)]
                 djobs = args.dynamic_jobs or cfg.get("dynamic-jobs")
                 if backend_name == "ray":
-                    from dataclasses import replace as _replace
-
                     from hackscan.dynamic.remote import audit_many_ray
                     from hackscan.parallel import RayBackend
 
@@ -385,13 +387,16 @@ def cmd_audit(args) -> int:
                     except RuntimeError as e:
                         return _err(str(e))
                     backends.insert(0, dyn)
-                    stream = audit_many_ray(dyn, _replace(session.opts, seed=session.seed), triples, djobs or 1)
+                    stream = audit_many_ray(dyn, replace(session.opts, seed=session.seed), triples, djobs or 1)
                 else:
                     if not djobs:
                         djobs = max(1, len(session.gpus)) if session.opts.device == "cuda" else jobs
                     # audit() returns submissions that could not be read unchanged
                     stream = session.audit_many(triples, djobs)
+            claim_of = {item.display: claims[item.path] for item in items if item.path in claims}
             for r in stream:
+                if r.path in claim_of:
+                    r = replace(r, kernelbench_claim=claim_of[r.path])
                 results.append(r)
                 prog.step(r.path)
                 if fmt == "jsonl":

@@ -109,6 +109,7 @@ class SubmissionResult:
     seconds: float = 0.0
     dynamic: dict | None = None
     measure: dict | None = None     # fair measurement (`--measure`): speedups, memory, flags
+    kernelbench_claim: dict | None = None   # what a KernelBench run's eval_results.json said of it
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -124,6 +125,8 @@ class SubmissionResult:
             "dynamic": self.dynamic or {"status": "not-run"},
             "findings": [f.to_json() for f in self.findings],
         }
+        if self.kernelbench_claim is not None:
+            out["kernelbench_claim"] = self.kernelbench_claim
         if self.measure is not None:
             out["measure"] = self.measure
             kb = self.measure.get("kernelbench")

@@ -11,7 +11,9 @@ SCHEMA_VERSION = 1
 
 
 def document(results: list[SubmissionResult], *, policy: str, dynamic: str = "off") -> dict:
-    return {
+    from hackscan.inputs.kernelbench_runs import summary as kb_summary
+
+    doc = {
         "schema": "hackscan-audit",
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "hackscan", "version": __version__},
@@ -20,6 +22,10 @@ def document(results: list[SubmissionResult], *, policy: str, dynamic: str = "of
         "submissions": [r.to_json() for r in results],
         "summary": summary(results),
     }
+    kb = kb_summary(results)
+    if kb:
+        doc["kernelbench_run"] = kb
+    return doc
 
 
 def render(results: list[SubmissionResult], *, policy: str, dynamic: str = "off") -> str:

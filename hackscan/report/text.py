@@ -98,4 +98,11 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
     tail = "(static only: dynamic confirmation not run)." if dynamic == "off" else f"(dynamic: {dynamic})."
     out.append(f"Audited {s['submissions']} submission{'s' if s['submissions'] != 1 else ''}: "
                f"{', '.join(parts) or 'none'}; {s['findings']} finding{'s' if s['findings'] != 1 else ''} {tail}")
+    from hackscan.inputs.kernelbench_runs import summary as kb_summary
+
+    kb = kb_summary(results)
+    if kb:
+        out.append(f"KernelBench's eval_results.json marked {kb['claimed_correct']} of {kb['samples']} samples "
+                   f"correct; of those hackscan finds {kb['claimed_correct_but_hacked']} hacked, "
+                   f"{kb['claimed_correct_but_violation']} in violation, {kb['claimed_correct_and_clean']} clean.")
     return "\n".join(out) + "\n"

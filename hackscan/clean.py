@@ -43,6 +43,7 @@ class CleanOptions:
     timeout_s: float = 180.0
     progress: bool = False
     backend: str = "local"          # local | ray
+    measure: str = "off"            # off | survivors | all: fair speedup and memory per row (a GPU)
     ray_address: str | None = None
     task_timeout_s: float | None = None
     extra: dict = field(default_factory=dict)
@@ -106,20 +107,33 @@ def _audit_batch(args) -> list[dict]:
             out.append(dict(base, verdict="error", hack_types=[], reasons=[err], findings=[]))
             continue
         try:
-            if opts.dynamic == "off" or ref is None:
+            if (opts.dynamic == "off" and opts.measure == "off") or ref is None:
                 r = scan(code, ref, path=f"row {i}", policy=opts.policy)   # in memory, never run
             else:
                 r = audit(code, ref, dynamic=opts.dynamic, device=opts.device, policy=opts.policy,
-                          timeout_s=opts.timeout_s)
+                          timeout_s=opts.timeout_s, measure=opts.measure if opts.measure != "off" else False)
             j = r.to_json()
+            extra = {"error": r.error} if r.error else {}
+            if r.measure is not None:
+                extra["measure"] = _measure_summary(r.measure)
             out.append(dict(base, verdict=r.verdict, hack_types=list(r.hack_types), reasons=list(r.reasons),
                             findings=[{k: f[k] for k in ("rule_id", "hack_type", "severity", "message", "dynamic")}
-                                      | {"line": f["location"]["line"]} for f in j["findings"]],
-                            **({"error": r.error} if r.error else {})))
+                                      | {"line": f["location"]["line"]} for f in j["findings"]], **extra))
         except Exception as e:  # noqa: BLE001 - one row's failure never stops the run
             out.append(dict(base, verdict="error", hack_types=[], reasons=[f"{type(e).__name__}: {e}"[:500]],
                             findings=[]))
     return out
+
+
+def _measure_summary(m: dict) -> dict:
+    """What a row's results line keeps of its measurement."""
+    if m.get("status") != "measured":
+        return {"status": m.get("status"), "reason": m.get("reason")}
+    sp, mem = m.get("speedup") or {}, m.get("memory") or {}
+    return {"status": "measured", "fair": sp.get("fair"), "fair_ci": sp.get("fair_ci"), "vs_strict": sp.get("vs_strict"),
+            "naive": sp.get("naive"), "memory_ratio": mem.get("ratio"), "counted": bool(m.get("counted")),
+            "flags": [f["flag"] for f in m.get("flags", [])],
+            "median_ms": (m.get("candidate") or {}).get("median_ms")}
 
 
 def _entry(rec: dict) -> dict:

@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--dynamic", choices=("off", "auto", "all"), default="off",
                    help="off (default): static only; auto/all: run rows that have a reference")
     k.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    k.add_argument("--measure", nargs="?", const="survivors", choices=("survivors", "all"), default="off",
+                   help="fair speedup and peak memory per row (needs a reference; meant for a GPU); the report "
+                        "plots claimed against fair speedup and memory ratios")
     k.add_argument("--jobs", "-j", type=int, default=1, help="processes (or Ray tasks in flight)")
     k.add_argument("--backend", choices=("local", "ray"), default="local",
                    help="local process pool (default) or Ray tasks (pip install 'hackscan[ray]')")
@@ -194,7 +197,7 @@ def cmd_clean(args) -> int:
                         remove=tuple(v.strip() for v in args.remove.split(",") if v.strip()), dynamic=args.dynamic,
                         device=args.device, jobs=max(1, args.jobs),
                         progress=not args.no_progress and sys.stderr.isatty(), backend=args.backend,
-                        ray_address=args.ray_address, task_timeout_s=args.task_timeout)
+                        ray_address=args.ray_address, task_timeout_s=args.task_timeout, measure=args.measure)
     try:
         s = clean(path, Path(args.out), opts)
     except RuntimeError as e:  # Ray missing or no GPU in the Ray cluster

@@ -105,6 +105,15 @@ def render(results: list[SubmissionResult], *, policy: str = "kernelbench", dyna
     if by_type:
         items = [(f"{t} ({v})", n, COLORS.get(v, "#999")) for (t, v), n in sorted(by_type.items(), key=lambda x: -x[1])]
         parts.append("<h2>Submissions per hack type and verdict</h2>" + _bars(items, "submissions per hack type"))
+    from hackscan.inputs.kernelbench_runs import summary as kb_summary
+
+    kb = kb_summary(results)
+    if kb:
+        parts.append("<h2>KernelBench's own evaluation</h2><table><tr><th>samples</th><th>marked correct</th>"
+                     "<th>of those hacked</th><th>of those in violation</th><th>of those clean</th></tr><tr>"
+                     + "".join(f'<td class="num">{kb[k]}</td>' for k in (
+                         "samples", "claimed_correct", "claimed_correct_but_hacked", "claimed_correct_but_violation",
+                         "claimed_correct_and_clean")) + "</tr></table>")
     measured = [r for r in results if r.measure and r.measure.get("status") == "measured"]
     if measured:
         parts.append("<h2>Measurement</h2>")
@@ -172,17 +181,29 @@ def render_dataset(summary: dict, results_path, limit: int = 1000, title: str = 
     if items:
         parts.append("<h2>Rows per hack type and verdict</h2>"
                      + _bars(sorted(items, key=lambda x: -x[1]), "rows per hack type"))
-    rows = []
+    rows, points, mem = [], [], []
     with open(results_path, encoding="utf-8") as fh:
         for line in fh:
             rec = json.loads(line)
-            if rec["verdict"] == "clean":
+            m = rec.get("measure")
+            if m and len(points) < 5000:   # measured rows (`--measure`): at most 5000 points drawn
+                label = str(rec.get("id") if rec.get("id") is not None else rec["row"])
+                if m.get("fair") is not None and m.get("naive") is not None:
+                    points.append((label, m["naive"], m["fair"], bool(m.get("counted"))))
+                if m.get("memory_ratio") is not None:
+                    mem.append((label, m["memory_ratio"]))
+            if rec["verdict"] == "clean" or len(rows) >= limit:
                 continue
             rows.append(f"<tr><td>{escape(str(rec.get('id')))}</td><td class=\"num\">{rec['row']}</td>"
                         f"<td>{_v(rec['verdict'])}</td><td>{escape(', '.join(rec.get('hack_types', [])))}</td>"
                         f"<td>{escape('; '.join(rec.get('reasons', []))[:600])}</td></tr>")
-            if len(rows) >= limit:
-                break
+    if points:
+        parts.append(f"<h2>Measurement ({len(points)} rows)</h2>" + _scatter(points))
+    if mem:
+        worse = sum(x > 1 for _, x in mem)
+        parts.append(f"<h3>Peak memory, candidate over reference: {worse} of {len(mem)} rows above 1</h3>" + _bars(
+            [(p[-40:], round(x, 2), "#c62828" if x > 1 else "#2e7d32") for p, x in sorted(mem, key=lambda t: -t[1])[:60]],
+            "memory ratio"))
     if rows:
         parts.append(f"<h2>Rows not clean (first {len(rows)})</h2><table><tr><th>id</th><th>row</th><th>verdict</th>"
                      "<th>hack types</th><th>reasons</th></tr>" + "".join(rows) + "</table>")

@@ -96,33 +96,67 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
 
 
 def _audit_batch(args) -> list[dict]:
-    """A batch of rows in a worker process: static audit (and dynamic, if asked)."""
+    """A batch of rows in a worker process: static audit, or (dynamic or measured rows with a
+    reference) one dynamic session for the whole batch, so each problem's reference runs once per
+    batch however many rows share it. Code is always text here, never a path to read."""
     rows, opts = args
-    from hackscan.api import audit, scan
+    from hackscan.api import scan
 
-    out = []
+    out: dict[int, dict] = {}
+    run = []
     for i, rid, code, ref, err in rows:
-        base = {"id": rid, "row": i}
         if err is not None:
-            out.append(dict(base, verdict="error", hack_types=[], reasons=[err], findings=[]))
-            continue
-        try:
-            if (opts.dynamic == "off" and opts.measure == "off") or ref is None:
-                r = scan(code, ref, path=f"row {i}", policy=opts.policy)   # in memory, never run
-            else:
-                r = audit(code, ref, dynamic=opts.dynamic, device=opts.device, policy=opts.policy,
-                          timeout_s=opts.timeout_s, measure=opts.measure if opts.measure != "off" else False)
-            j = r.to_json()
-            extra = {"error": r.error} if r.error else {}
-            if r.measure is not None:
-                extra["measure"] = _measure_summary(r.measure)
-            out.append(dict(base, verdict=r.verdict, hack_types=list(r.hack_types), reasons=list(r.reasons),
-                            findings=[{k: f[k] for k in ("rule_id", "hack_type", "severity", "message", "dynamic")}
-                                      | {"line": f["location"]["line"]} for f in j["findings"]], **extra))
-        except Exception as e:  # noqa: BLE001 - one row's failure never stops the run
-            out.append(dict(base, verdict="error", hack_types=[], reasons=[f"{type(e).__name__}: {e}"[:500]],
-                            findings=[]))
-    return out
+            out[i] = {"id": rid, "row": i, "verdict": "error", "hack_types": [], "reasons": [err], "findings": []}
+        elif (opts.dynamic == "off" and opts.measure == "off") or ref is None:
+            try:
+                out[i] = _record(i, rid, scan(code, ref, path=f"row {i}", policy=opts.policy))  # never run
+            except Exception as e:  # noqa: BLE001 - one row's failure never stops the run
+                out[i] = _failed(i, rid, e)
+        else:
+            run.append((i, rid, code, ref))
+    if run:
+        import tempfile
+        from pathlib import Path as _P
+
+        from hackscan.api import audit_many
+
+        with tempfile.TemporaryDirectory(prefix="hackscan-clean-") as tmp:
+            pairs, ok = [], []
+            for i, rid, code, ref in run:
+                c, r = _P(tmp) / f"row_{i}.py", _P(tmp) / f"ref_{i}.py"
+                try:
+                    c.write_text(code, encoding="utf-8")
+                    r.write_text(ref, encoding="utf-8")
+                except (UnicodeError, OSError) as e:   # e.g. lone surrogates from JSON
+                    out[i] = _failed(i, rid, e)
+                    continue
+                pairs.append((c, r))
+                ok.append((i, rid, code, ref))
+            run = ok
+            try:
+                results = audit_many(pairs, dynamic=opts.dynamic, device=opts.device, policy=opts.policy,
+                                     timeout_s=opts.timeout_s, measure=opts.measure if opts.measure != "off" else False)
+                for (i, rid, _, _), res in zip(run, results):
+                    out[i] = _record(i, rid, res)
+            except Exception as e:  # noqa: BLE001 - the session failed: these rows are errors, the run goes on
+                for i, rid, _, _ in run:
+                    out.setdefault(i, _failed(i, rid, e))
+    return [out[i] for i, *_ in rows]
+
+
+def _record(i: int, rid, r) -> dict:
+    j = r.to_json()
+    extra = {"error": r.error} if r.error else {}
+    if r.measure is not None:
+        extra["measure"] = _measure_summary(r.measure)
+    return dict({"id": rid, "row": i}, verdict=r.verdict, hack_types=list(r.hack_types), reasons=list(r.reasons),
+                findings=[{k: f[k] for k in ("rule_id", "hack_type", "severity", "message", "dynamic")}
+                          | {"line": f["location"]["line"]} for f in j["findings"]], **extra)
+
+
+def _failed(i: int, rid, e: Exception) -> dict:
+    return {"id": rid, "row": i, "verdict": "error", "hack_types": [], "reasons": [f"{type(e).__name__}: {e}"[:500]],
+            "findings": []}
 
 
 def _measure_summary(m: dict) -> dict:

@@ -114,3 +114,40 @@ def test_a_kill_at_any_moment_loses_and_duplicates_nothing(tmp_path):
     got = [json.loads(x) for x in res.read_text().splitlines()]
     assert sorted(g["row"] for g in got) == list(range(len(rows)))   # complete, no duplicates
     assert {g["id"] for g in got} == {r["id"] for r in rows}
+
+
+def test_clean_dynamic_one_session_per_batch(tmp_path, monkeypatch):
+    """Dynamic rows of a batch share one session: a reference shared by several rows runs once;
+    code is always text (a one-line row naming a file is not read from disk)."""
+    import textwrap
+
+    from hackscan.dynamic.audit import DynamicSession
+    from test_dynamic import HONEST, RELU_REF
+
+    calls = []
+    real = DynamicSession._run_reference
+
+    def counting(self, ref_path, key, seed):
+        calls.append(key)
+        return real(self, ref_path, key, seed)
+
+    monkeypatch.setattr(DynamicSession, "_run_reference", counting)
+    ref = textwrap.dedent(RELU_REF)
+    honest = textwrap.dedent(HONEST)
+    rows = [{"id": "honest", "code": honest, "reference": ref},
+            {"id": "identity", "code": honest.replace("torch.clamp_min(x, 0.0)", "x"), "reference": ref},
+            {"id": "crash", "code": honest.replace("return torch.clamp_min(x, 0.0)", "import os; os._exit(3)"),
+             "reference": ref},
+            {"id": "path", "code": str(ROOT / "README.md"), "reference": ref},
+            {"id": "noref", "code": honest}]
+    ds = tmp_path / "rows.jsonl"
+    write_jsonl(ds, rows)
+    clean(ds, tmp_path / "out", CleanOptions(dynamic="all", timeout_s=120))
+    by = {r["id"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
+    assert by["identity"]["verdict"] == "hacked"
+    assert by["honest"]["verdict"] == "violation"      # correct, but the work is torch's
+    assert by["crash"]["verdict"] == "error"
+    # parsed as the text it is (README.md itself would fail at its line 3, the first code fence)
+    assert by["path"]["verdict"] == "error" and "syntax error at line 1" in " ".join(by["path"]["reasons"])
+    assert by["noref"]["verdict"] == "violation"       # static only: no reference to run against
+    assert len(calls) == 1, calls                      # one reference run for the four rows sharing it

@@ -1,8 +1,8 @@
-"""`hackscan clean DATASET --out DIR`: audit every row of a JSONL or parquet dataset of generated
-kernels and write the rows that pass, in the input's format.
+"""`hackscan clean DATASET --out DIR`: audit every row of a JSONL, JSON-array or parquet dataset of
+generated kernels and write the rows that pass, in the input's format.
 
-Rows are read as a stream (JSONL line by line, parquet batch by batch through pyarrow), never the
-whole file. Each row's result is appended to `results.jsonl` (one object per input row: `id`,
+Rows are read as a stream (JSONL line by line, a JSON array element by element, parquet batch by
+batch through pyarrow), never the whole file. Each row's result is appended to `results.jsonl` (one object per input row: `id`,
 `row`, `verdict`, `hack_types`, `reasons`, `findings`) as soon as its batch finishes, flushed and
 fsynced; a restart reads what is there (dropping a line cut short by a kill) and skips those
 rows, so a kill at any moment loses no finished row and duplicates none. When every row has a
@@ -67,7 +67,55 @@ def dataset_format(path: Path) -> str:
         return "jsonl"
     if name.endswith(".parquet"):
         return "parquet"
-    raise ValueError(f"{path}: unknown dataset format (use .jsonl, .ndjson or .parquet)")
+    if name.endswith(".json"):
+        return "json"
+    raise ValueError(f"{path}: unknown dataset format (use .jsonl, .ndjson, .json (an array) or .parquet)")
+
+
+def iter_json_array(fh, chunk: int = 1 << 20):
+    """The elements of a top-level JSON array, read incrementally: only the unparsed remainder of
+    the file is held. A broken element raises ValueError with its offset (elements before it have
+    been yielded)."""
+    dec = json.JSONDecoder()
+    buf, pos, eof, base = "", 0, False, 0
+
+    def fill():
+        nonlocal buf, pos, eof, base
+        more = fh.read(chunk)
+        eof = not more
+        base += pos
+        buf, pos = buf[pos:] + more, 0
+
+    def skip(chars):
+        nonlocal pos
+        while True:
+            while pos < len(buf) and (buf[pos].isspace() or buf[pos] in chars):
+                pos += 1
+            if pos < len(buf) or eof:
+                return
+            fill()
+
+    skip("")
+    if pos >= len(buf) or buf[pos] != "[":
+        raise ValueError("not a JSON array (a .json dataset is one array of objects; use .jsonl for lines)")
+    pos += 1
+    while True:
+        skip(",")
+        if pos >= len(buf):
+            raise ValueError(f"the array is not closed (character {base + pos})")
+        if buf[pos] == "]":
+            return
+        while True:
+            try:
+                obj, end = dec.raw_decode(buf, pos)
+                if end < len(buf) or eof:
+                    break
+            except ValueError as e:
+                if eof:
+                    raise ValueError(f"broken element at character {base + pos}: {e}") from None
+            fill()
+        pos = end
+        yield obj
 
 
 def iter_rows(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
@@ -85,6 +133,15 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
                     yield i, None, f"not JSON: {e}"
                     continue
                 yield i, rec if isinstance(rec, dict) else None, None if isinstance(rec, dict) else "not an object"
+    elif fmt == "json":
+        i = 0
+        with open(path, encoding="utf-8", errors="surrogatepass") as fh:
+            try:
+                for rec in iter_json_array(fh):
+                    yield i, rec if isinstance(rec, dict) else None, None if isinstance(rec, dict) else "not an object"
+                    i += 1
+            except (ValueError, UnicodeDecodeError) as e:   # the rest cannot be read: one error row says why
+                yield i, None, f"the JSON array cannot be read from here on: {e}"[:500]
     else:
         import pyarrow.parquet as pq
 
@@ -206,7 +263,8 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
     t0 = time.perf_counter()
     todo_batches = _batches(dataset, opts, set(done))
     n_new = 0
-    total_hint = _count_rows(dataset, fmt) - skipped if opts.progress else None
+    total = _count_rows(dataset, fmt) if opts.progress else None
+    total_hint = total - skipped if total is not None else None
     from hackscan.parallel import BatchFailure, LocalBackend, RayBackend
 
     if opts.backend == "ray":
@@ -247,7 +305,9 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
     return summary
 
 
-def _count_rows(dataset: Path, fmt: str) -> int:
+def _count_rows(dataset: Path, fmt: str) -> int | None:
+    if fmt == "json":
+        return None   # unknown without a parse: progress shows no ETA
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -291,6 +351,22 @@ def _write_cleaned(dataset: Path, out: Path, fmt: str, done: dict[int, dict], op
                 if keep(i):
                     dst.write(line if line.endswith(b"\n") else line + b"\n")
                     kept += 1
+        os.replace(tmp, target)
+        return kept
+    if fmt == "json":
+        target = out / "cleaned.json"
+        tmp = target.with_name(target.name + ".part")
+        with open(dataset, encoding="utf-8", errors="surrogatepass") as src, \
+                open(tmp, "w", encoding="utf-8", errors="surrogatepass") as dst:
+            dst.write("[")
+            try:
+                for i, rec in enumerate(iter_json_array(src)):
+                    if keep(i):
+                        dst.write(("," if kept else "") + "\n" + json.dumps(rec, ensure_ascii=False))
+                        kept += 1
+            except ValueError:
+                pass   # the broken rest was reported as an error row and is not kept
+            dst.write("\n]\n")
         os.replace(tmp, target)
         return kept
     import pyarrow as pa

@@ -89,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("corpus-stats", help="recall and false positives of every rule on an annotated corpus")
     c.add_argument("corpus", nargs="?", help="corpus folder (default: the bundled corpus)")
     c.add_argument("--format", choices=("text", "json"), default="text")
-    k = sub.add_parser("clean", help="audit every row of a JSONL or parquet dataset; write the rows that pass")
-    k.add_argument("dataset", help=".jsonl, .ndjson or .parquet")
+    k = sub.add_parser("clean", help="audit every row of a JSONL, JSON-array or parquet dataset; write the rows that pass")
+    k.add_argument("dataset", help=".jsonl, .ndjson, .json (one array of objects) or .parquet")
     k.add_argument("--out", required=True, help="output folder: results.jsonl, cleaned.<ext>, summary.json, report.html")
     k.add_argument("--preset", choices=sorted(PRESETS_HELP), default=None,
                    help="column layout: " + "; ".join(f"{n}: {v}" for n, v in PRESETS_HELP.items()))

@@ -151,3 +151,40 @@ def test_clean_dynamic_one_session_per_batch(tmp_path, monkeypatch):
     assert by["path"]["verdict"] == "error" and "syntax error at line 1" in " ".join(by["path"]["reasons"])
     assert by["noref"]["verdict"] == "violation"       # static only: no reference to run against
     assert len(calls) == 1, calls                      # one reference run for the four rows sharing it
+
+
+def test_json_array_dataset_streamed_and_cleaned(tmp_path):
+    """A .json dataset (one array of objects) is read element by element, even with elements
+    larger than the read chunk; the cleaned file is an array of the kept objects."""
+    import io
+
+    from hackscan.clean import iter_json_array
+
+    rows = corpus_rows()[:20]
+    ds = tmp_path / "gen.json"
+    ds.write_text("  [\n" + ",\n".join(json.dumps(r, indent=1) for r in rows) + "\n]  ")
+    assert list(iter_json_array(open(ds), chunk=7)) == rows            # tiny chunks: every boundary
+    assert list(iter_json_array(io.StringIO("[]"))) == []
+    s = clean(ds, tmp_path / "out", CleanOptions())
+    results = {r["row"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
+    assert [results[i]["verdict"] for i in range(len(rows))] == [r["expected"] for r in rows]
+    kept = json.loads((tmp_path / "out" / "cleaned.json").read_text())
+    assert kept == [r for i, r in enumerate(rows) if results[i]["verdict"] not in ("hacked", "violation")]
+    assert s["kept"] == len(kept)
+
+
+def test_json_array_broken_midway_keeps_what_came_before(tmp_path):
+    rows = corpus_rows()[:3]
+    ds = tmp_path / "gen.json"
+    ds.write_text("[" + ",".join(json.dumps(r) for r in rows) + ', {"id": "cut", "code": "x')
+    clean(ds, tmp_path / "out", CleanOptions())
+    results = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert [r["verdict"] for r in results[:3]] == [r["expected"] for r in rows]
+    assert results[3]["verdict"] == "error" and "cannot be read from here on" in results[3]["reasons"][0]
+    assert len(results) == 4
+    import io
+
+    from hackscan.clean import iter_json_array
+
+    with pytest.raises(ValueError, match="not a JSON array"):
+        list(iter_json_array(io.StringIO('{"a": 1}')))

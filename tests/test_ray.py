@@ -148,3 +148,41 @@ def test_cli_dynamic_on_cpu_via_ray(tmp_path, cli):
     assert by["crashes.py"]["verdict"] == "error"
     local = audit("--jobs", "2")
     assert {k: v["verdict"] for k, v in by.items()} == {k: v["verdict"] for k, v in local.items()}
+
+
+def test_dynamic_tasks_group_problems_and_keep_input_order(tmp_path):
+    """Candidates are ordered by problem and cut into tasks (a problem's candidates stay
+    together, at least two tasks per slot); results come back in input order, and a failed task
+    turns its candidates, and only those, into errors."""
+    from dataclasses import replace
+
+    from hackscan.dynamic.remote import audit_many_ray
+    from hackscan.findings import SubmissionResult
+
+    refs = []
+    for k in range(3):
+        refs.append(tmp_path / f"ref{k}.py")
+        refs[-1].write_text(f"# problem {k}\n")
+    base = SubmissionResult(path="", verdict="clean", reasons=(), hack_types=(), findings=())
+    triples = [(replace(base, path=f"c{i}.py"), tmp_path / f"c{i}.py", refs[i % 3]) for i in range(12)]
+
+    class Fake:
+        jobs = 1
+        tasks: list = []
+
+        def map(self, fn, items):
+            for x in items:
+                _, payload, _ = x
+                self.tasks.append([Path(ref).name for _, _, ref in payload])
+                if len(self.tasks) == 2:
+                    yield x, BatchFailure("worker died twice")
+                else:
+                    yield x, [replace(r, dynamic={"status": "ran", "task": len(self.tasks)}) for r, _, _ in payload]
+
+    fake = Fake()
+    out = list(audit_many_ray(fake, None, triples))
+    assert [r.path for r in out] == [f"c{i}.py" for i in range(12)]
+    assert len(fake.tasks) == 2 and all(len(t) == 6 for t in fake.tasks)
+    assert all(len(set(t)) <= 2 for t in fake.tasks)           # grouped: a task holds one or two problems
+    failed = {r.path for r in out if r.dynamic["status"] == "error"}
+    assert len(failed) == 6 and all("worker died twice" in r.dynamic["reason"] for r in out if r.path in failed)

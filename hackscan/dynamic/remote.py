@@ -1,6 +1,6 @@
-"""Dynamic audits as Ray tasks (`--backend ray`): candidates grouped by problem, so each task
-runs its problem's reference once, in chunks, each chunk one task that holds a GPU (on CUDA) and
-runs in a fresh Ray worker process. Inside the task the audit is the local one: every candidate
+"""Dynamic audits as Ray tasks (`--backend ray`): candidates ordered by problem and cut into
+tasks of at most CHUNK, so each task runs each of its problems' references once; each task holds
+a GPU (on CUDA) and runs in a fresh Ray worker process. Inside the task the audit is the local one: every candidate
 and reference still runs in its own isolated worker subprocess, never in the Ray worker.
 
 The secret seed travels to the tasks (auditor processes), never to the audited code; the paths
@@ -47,12 +47,16 @@ def audit_many_ray(backend, opts, triples: list, jobs_per_task: int = 1,
     groups: dict[str, list[int]] = {}
     for i, (_, _, ref) in enumerate(triples):
         groups.setdefault(_problem(ref), []).append(i)
+    # candidates ordered by problem, cut into tasks of `size`: a problem's candidates stay together
+    # (its reference runs once per task), and small problems share a task (each task pays a fresh
+    # process and its imports), with at least two tasks per slot to balance the load
+    order = [i for idx in groups.values() for i in idx]
+    size = max(1, min(chunk, -(-len(order) // (2 * max(1, backend.jobs)))))
     tasks = []
-    for idx in groups.values():
-        for k in range(0, len(idx), chunk):
-            part = idx[k:k + chunk]
-            tasks.append((part, [(triples[i][0], str(triples[i][1]), str(triples[i][2]) if triples[i][2] else None)
-                                 for i in part]))
+    for k in range(0, len(order), size):
+        part = order[k:k + size]
+        tasks.append((part, [(triples[i][0], str(triples[i][1]), str(triples[i][2]) if triples[i][2] else None)
+                             for i in part]))
     done: dict[int, SubmissionResult] = {}
     nxt = 0
     args = ((opts, payload, jobs_per_task) for _, payload in tasks)

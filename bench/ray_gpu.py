@@ -58,6 +58,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--pairs", type=int, default=12)
+    ap.add_argument("--skip-local", action="store_true", help="only the Ray run (the local one recorded before)")
     ap.add_argument("--jobs", type=int, default=1, help="candidates at a time in the local pool (default: one per GPU)")
     args = ap.parse_args()
     import torch
@@ -76,10 +77,11 @@ def main() -> None:
         res["ray"] = ray.__version__
     except ImportError as e:
         res["ray"] = f"missing: {e}"
-    res["local"] = audit(files, ["--dynamic-jobs", str(args.jobs)], out / "local.json")
+    res["local"] = ({"wall_s": None, "verdicts": {}} if args.skip_local
+                    else audit(files, ["--dynamic-jobs", str(args.jobs)], out / "local.json"))
     res["ray_backend"] = audit(files, ["--backend", "ray"], out / "ray.json")
     lv, rv = res["local"]["verdicts"], res["ray_backend"]["verdicts"]
-    res["same_verdicts"] = lv == rv and bool(lv)
+    res["same_verdicts"] = (lv == rv and bool(lv)) if lv else None
     res["as_sidecars"] = {"local": sum(lv.get(k) == v for k, v in expected.items()),
                           "ray": sum(rv.get(k) == v for k, v in expected.items()), "of": len(expected)}
     res["mismatches"] = {k: {"expected": v, "local": lv.get(k), "ray": rv.get(k)}

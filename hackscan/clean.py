@@ -163,7 +163,7 @@ def _audit_batch(args) -> list[dict]:
     run = []
     for i, rid, code, ref, err in rows:
         if err is not None:
-            out[i] = {"id": rid, "row": i, "verdict": "error", "hack_types": [], "reasons": [err], "findings": []}
+            out[i] = _error_row(i, rid, err)
         elif (opts.dynamic == "off" and opts.measure == "off") or ref is None:
             try:
                 out[i] = _record(i, rid, scan(code, ref, path=f"row {i}", policy=opts.policy))  # never run
@@ -212,8 +212,11 @@ def _record(i: int, rid, r) -> dict:
 
 
 def _failed(i: int, rid, e: Exception) -> dict:
-    return {"id": rid, "row": i, "verdict": "error", "hack_types": [], "reasons": [f"{type(e).__name__}: {e}"[:500]],
-            "findings": []}
+    return _error_row(i, rid, f"{type(e).__name__}: {e}"[:500])
+
+
+def _error_row(i: int, rid, reason: str) -> dict:
+    return {"id": rid, "row": i, "verdict": "error", "hack_types": [], "reasons": [reason], "findings": []}
 
 
 def _measure_summary(m: dict) -> dict:
@@ -278,8 +281,7 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
         try:
             for (rows, _), batch in backend.map(_audit_batch, ((b, opts) for b in todo_batches), 2 * backend.jobs):
                 if isinstance(batch, BatchFailure):
-                    batch = [{"id": rid, "row": i, "verdict": "error", "hack_types": [], "reasons": [batch.reason],
-                              "findings": []} for i, rid, *_ in rows]
+                    batch = [_error_row(i, rid, batch.reason) for i, rid, *_ in rows]
                 for rec in batch:
                     fh.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
                     done[rec["row"]] = _entry(rec)

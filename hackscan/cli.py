@@ -92,8 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("clean", help="audit every row of a JSONL, JSON-array or parquet dataset; write the rows that pass")
     k.add_argument("dataset", help=".jsonl, .ndjson, .json (one array of objects) or .parquet")
     k.add_argument("--out", required=True, help="output folder: results.jsonl, cleaned.<ext>, summary.json, report.html")
-    k.add_argument("--preset", choices=sorted(PRESETS_HELP), default=None,
-                   help="column layout: " + "; ".join(f"{n}: {v}" for n, v in PRESETS_HELP.items()))
+    from hackscan.clean import PRESETS
+
+    k.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="column layout: " + "; ".join(f"{n}: {', '.join(c.values())}" for n, c in PRESETS.items()))
     k.add_argument("--code-col", default=None, help="column with the candidate's code (dotted for nested records)")
     k.add_argument("--ref-col", default=None, help="column with the reference's code")
     k.add_argument("--id-col", default=None, help="column with the row's id (default: the row number)")
@@ -175,10 +177,6 @@ class Progress:
         if self.enabled:
             sys.stderr.write("\r" + " " * 110 + "\r")
             sys.stderr.flush()
-
-
-PRESETS_HELP = {"pair": "code, reference, id", "kernelbench": "custom_code, ref_code, id",
-                "triton-pairs": "triton_code, python_code, uuid"}
 
 
 def cmd_clean(args) -> int:

@@ -20,6 +20,7 @@ Ray specifics:
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
@@ -125,8 +126,6 @@ class RayBackend:
         task = ray.remote(**opts)(_call)
         pending: deque = deque()
         window = window or self.jobs
-        import time
-
         for x in items:
             pending.append((x, task.remote(fn, x), time.monotonic()))
             if len(pending) >= window:
@@ -137,8 +136,6 @@ class RayBackend:
             yield x0, self._get(ref, t)
 
     def _get(self, ref, submitted: float):
-        import time
-
         ray = self.ray
         try:
             if self.timeout_s is None:

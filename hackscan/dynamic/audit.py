@@ -162,6 +162,7 @@ class DynamicSession:
         self.gpus = visible_gpus() if opts.device == "cuda" else []
         self._slot = threading.local()
         self._slots = None
+        self._adapted: dict = {}   # (candidate, reference) -> the pair as audited (GPU MODE adapted)
 
     def close(self) -> None:
         shutil.rmtree(self.work, ignore_errors=True)
@@ -341,9 +342,11 @@ class DynamicSession:
         pair unchanged."""
         from hackscan.inputs import gpumode
 
-        if not gpumode.is_pair(cand_path, ref_path):
-            return cand_path, ref_path
-        return gpumode.materialize(cand_path, ref_path, self.work, self.opts.device)
+        key = (cand_path, ref_path)
+        if key not in self._adapted:   # audit and measurement of one pair share the adapted files
+            self._adapted[key] = (gpumode.materialize(cand_path, ref_path, self.work, self.opts.device)
+                                  if gpumode.is_pair(cand_path, ref_path) else key)
+        return self._adapted[key]
 
     def audit(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
         t0 = time.perf_counter()

@@ -7,7 +7,6 @@ The secret seed travels to the tasks (auditor processes), never to the audited c
 must be readable where the tasks run (a local instance, or a cluster with a shared filesystem)."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
@@ -30,10 +29,13 @@ def audit_chunk(args) -> list[SubmissionResult]:
 
 
 def _problem(ref: Path | None) -> str:
+    """The problem a reference stands for, keyed as the session keys its reference runs."""
+    from hackscan.dynamic.audit import DynamicSession
+
     if ref is None:
         return ""
     try:
-        return hashlib.sha256(ref.read_bytes()).hexdigest()
+        return DynamicSession._ref_key(ref)
     except OSError:
         return str(ref)
 

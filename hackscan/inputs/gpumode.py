@@ -194,9 +194,10 @@ def materialize(cand_path: Path, ref_path: Path, work: Path, device: str = "cpu"
             shutil.copy(h, d / h.name)
         (d / HELPERS_LIST).write_text("".join(h.name + "\n" for h in helpers))
     # C++/CUDA files the submission compiles from its own folder travel with it
-    for sib in cand_path.parent.iterdir():
-        if sib.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and sib.stat().st_size < 2_000_000:
-            shutil.copy(sib, cdir / sib.name)
+    from hackscan.dynamic.audit import sibling_sources
+
+    for sib in sibling_sources(cand_path):
+        shutil.copy(sib, cdir / sib.name)
     c = cdir / cand_path.name
     c.write_text(candidate_source(ctext))
     r = rdir / "reference_gpumode.py"

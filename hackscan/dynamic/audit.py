@@ -54,6 +54,10 @@ class ReferenceRun:
     params: int = 0
     prepare_s: float = 0.0
     writes_inputs: frozenset = frozenset()   # input positions the reference itself writes (output buffers)
+    skipped: dict = field(default_factory=dict)   # hidden set -> why it proves nothing (left out of every probe)
+    perturbed_shapes: list = field(default_factory=list)   # shapes perturbed at construction, in order
+    hidden_sources: dict = field(default_factory=dict)     # hidden set -> how the generator drew it
+    dtype: object = None      # the problem's lowest-precision floating dtype (inputs, parameters, outputs)
 
 
 @dataclass
@@ -61,7 +65,7 @@ class DynamicOptions:
     mode: str = "auto"          # auto | all
     device: str = "cpu"
     timeout_s: float = 180.0
-    memory_budget_bytes: int = 8 << 30
+    memory_budget_bytes: int | None = None   # None: from the device's free memory (host memory on a CPU)
     seed: int | None = None     # secret per-audit seed; drawn fresh when None
     policy: str = "kernelbench"
     # ghost replay of CUDA kernels rebuilds the extension (about a minute of nvcc): "suspects"
@@ -163,6 +167,7 @@ class DynamicSession:
         self._slot = threading.local()
         self._slots = None
         self._adapted: dict = {}   # (candidate, reference) -> the pair as audited (GPU MODE adapted)
+        self._budget: int | None = None
 
     def close(self) -> None:
         shutil.rmtree(self.work, ignore_errors=True)
@@ -193,8 +198,8 @@ class DynamicSession:
                "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
                "visible_seeds": {"visible": self._derive("visible"), "visible2": self._derive("visible2")},
                "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self._derive("variants"),
-               "memory_budget_bytes": self.opts.memory_budget_bytes, "fp64": True, "init_file": "init.pt",
-               "other_shapes": True, "reinit_seed": self._derive("reinit"),
+               "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
+               "other_shapes": True, "reinit_seed": self._derive("reinit"), "perturb_seed": self._derive("perturb"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
         t0 = time.perf_counter()
         res = run_worker(job, reference_files(ref_path), self._limits(), self.opts.device, self._env(), jobdir=d)
@@ -203,11 +208,22 @@ class DynamicSession:
         run.other_shape = res.data.get("other_shape", {})
         run.params = res.data.get("params_reinitialised", 0)
         run.prepare_s = round(res.data.get("prepare_s", 0.0), 3)
+        run.perturbed_shapes = res.data.get("perturbed_shapes", [])
+        from hackscan.dynamic.compare import problem_dtype
+
+        run.dtype = problem_dtype([t.get("dtype", "") for t in run.input_spec] + res.data.get("param_dtypes", []))
+        hidden = res.data.get("hidden_sets", {})
+        run.hidden_sources = hidden.get("sources", {})
+        run.skipped.update({k: f"left the problem's domain: {v}" for k, v in hidden.get("dropped", {}).items()})
         if res.ok:
             for rec in res.data.get("steps", []):
                 if "error" in rec:
                     if rec["set"] == "other_shape":
                         run.other_shape = {"changed": {}, "error": rec["error"]}
+                        continue
+                    if rec["set"] not in ("visible", "visible2") and rec.get("variant") == "fp32":
+                        # a hidden set the reference itself rejects proves nothing: skipped
+                        run.skipped[rec["set"]] = f"the reference rejects it: {rec['error'][:200]}"
                         continue
                     run.ok, run.error = False, f"reference forward failed on {rec['set']}: {rec['error']}"
                     break
@@ -219,6 +235,11 @@ class DynamicSession:
                 outs = load_outputs(d / rec["file"])
                 cur = run.outputs.get(rec["set"], (None, None))
                 run.outputs[rec["set"]] = (outs, cur[1]) if rec["variant"] == "fp32" else (cur[0], outs)
+        if run.ok:
+            for name, why in conditioning(run.outputs).items():
+                run.skipped.setdefault(name, why)
+            for name in run.skipped:
+                run.outputs.pop(name, None)
         # reference outputs live only in the auditor's memory from here on, and the derived seeds
         # in job.json go too: candidate workers run beside this folder and must find neither
         for f in [*d.glob("out_*"), d / "job.json"]:
@@ -323,9 +344,21 @@ class DynamicSession:
     def _derive(self, what: str) -> int:
         return int.from_bytes(hashlib.sha256(f"{self.seed}:{what}".encode()).digest()[:4], "little") & 0x7FFFFFFF
 
+    def memory_budget(self) -> int:
+        """Bytes a problem's working set may take: the option where given, else most of the
+        device's free memory (host memory for CPU runs), read once per session."""
+        if self.opts.memory_budget_bytes:
+            return int(self.opts.memory_budget_bytes)
+        if self._budget is None:
+            self._budget = device_memory_budget(self.opts.device)
+        return self._budget
+
     def _limits(self) -> Limits:
-        return Limits(timeout_s=self.opts.timeout_s,
-                      memory_bytes=None if self.opts.device == "cuda" else max(self.opts.memory_budget_bytes * 2, 8 << 30))
+        budget = self.memory_budget()
+        # outputs of a full-size problem go through files: the largest file any worker may write
+        # is sized to what fits the device, not a fixed 1 GiB
+        return Limits(timeout_s=self.opts.timeout_s, file_bytes=max(1 << 30, budget),
+                      memory_bytes=None if self.opts.device == "cuda" else max(budget * 2, 8 << 30))
 
     def _env(self) -> dict[str, str]:
         env = {"OMP_NUM_THREADS": "1"}
@@ -378,10 +411,16 @@ class DynamicSession:
             return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
                                 {"status": "inconclusive", "reason": f"reference: {ref.error}"})
         plan, expected = self._plan(probes)
-        if ref.params and "reinit" in ref.outputs and any(p.name == "parameter-reinit" for p in probes):
-            plan += [{"op": "load_params", "file": "params.pt"},
-                     {"op": "forward", "set": "visible", "slot": "reinit", "call": 300}]
-            expected[("reinit", 300)] = "reinit"
+        perturb = None
+        if any(p.name == "parameter-reinit" for p in probes):
+            if "reinit" in ref.outputs:
+                perturb = self._derive("perturb")   # the candidate builds a second model, perturbed as made
+                expected[("reinit", 300)] = "reinit"
+            if ref.params and "reinit_post" in ref.outputs:
+                plan += [{"op": "load_params", "file": "params.pt"},
+                         {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}]
+                expected[("reinit_post", 301)] = "reinit_post"
+        plan = [s for s in plan if s.get("set") not in ref.skipped and s.get("from") not in ref.skipped]
         out_bytes = [int(t.numel() * t.element_size()) for t in ref.outputs.get("visible", ([], None))[0]
                      if isinstance(t, torch.Tensor)]
         for s in plan:
@@ -401,7 +440,7 @@ class DynamicSession:
             shutil.copy(ref.dir / "params.pt", d / "params.pt")
         job = {"role": "candidate", "source": "candidate_module.py", "module_name": "candidate_module",
                "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
-               "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes}
+               "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb}
         bdir = build_dir(cand_path, self.opts.device)
         tcache = cache_root() / "triton"
         tcache.mkdir(exist_ok=True)
@@ -437,7 +476,8 @@ class DynamicSession:
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
                            load_output=lambda f: self._load(d / f), reference_outputs=ref.outputs,
                            expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]),
-                           input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs)
+                           input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
+                           dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes)
         outcomes = []
         t_cmp = time.perf_counter()
         for p in probes:
@@ -510,24 +550,25 @@ class DynamicSession:
             for f in d.glob("in_visible.pt"):
                 shutil.copy(f, sub / f.name)
             shutil.copy(d / "init.pt", sub / "init.pt")
-            # with re-initialised parameters, so that identity-valued weights (zero bias, unit
-            # scale) cannot make a disabled kernel look irrelevant
-            reinit = (d / "params.pt").is_file() and "reinit" in ref.outputs
-            if reinit:
-                shutil.copy(d / "params.pt", sub / "params.pt")
-            sjob = dict(job, plan=([{"op": "load_params", "file": "params.pt"}] if reinit else []) +
-                        [{"op": "forward", "set": "visible"}], disable_extensions=mode == "raise")
+            # built with parameters perturbed as they are made (as the reference's "reinit" run),
+            # so that identity-valued weights (zero bias, unit scale) cannot make a disabled
+            # kernel look irrelevant
+            reinit = "reinit" in ref.outputs and bool(ref.perturbed_shapes)
+            sjob = dict(job, plan=[{"op": "forward", "set": "visible"}], disable_extensions=mode == "raise",
+                        perturb_seed=self._derive("perturb") if reinit else None, construct_perturbed=reinit)
             jobs.append((mode, sjob, sfiles, slimits, senv, sub, reinit))
 
         def one(j):
             mode, sjob, sfiles, slimits, senv, sub, reinit = j
             r = run_worker(sjob, sfiles, slimits, self.opts.device, senv, jobdir=sub)
-            loaded = r.data.get("params_loaded", 0) if reinit else 0
+            # the perturbed reference applies where the candidate's perturbed tensors correspond
+            # to the reference's by shape; otherwise the unperturbed one does not either: none
+            same = reinit and _same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)
             return mode, Observations(candidate=r.data if r.ok else dict(r.data, error=r.error),
                                       steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
                                       load_output=lambda f, sub=sub: self._load(sub / f),
-                                      reference_outputs=ref.outputs,
-                                      expected_set={("visible", 0): "reinit"} if loaded else {})
+                                      reference_outputs=ref.outputs, dtype=ref.dtype,
+                                      expected_set={("visible", 0): "reinit" if same else "visible"})
 
         with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as ex:
             out.update(ex.map(one, jobs))
@@ -639,9 +680,10 @@ class DynamicSession:
         for o in unmatched:
             ht = o.hack_type or _default_type(o.probe)
             findings.append(Finding(
-                rule_id=f"probe/{o.probe}", hack_type=ht, category="dynamic", severity="high",
+                rule_id=f"probe/{o.probe}", hack_type=ht, category="dynamic", severity=o.severity,
                 confidence="high", message=f"{o.probe}: {o.detail}", location=Location(result.path, 1),
-                snippet="", probes=(o.probe,), certain=True, dynamic=Dynamic("confirmed", o.probe, o.detail)))
+                snippet="", probes=(o.probe,), certain=o.severity == "high",
+                dynamic=Dynamic("confirmed", o.probe, o.detail)))
         v, reasons, types = _dynamic_verdict(findings, self.opts.policy)
         if error is not None and not any(f.dynamic.status == "confirmed" for f in findings):
             # the candidate could not be run to the end: that is its verdict, with the reason
@@ -734,15 +776,86 @@ def _default_type(probe_name: str) -> str:
 
 def _dynamic_verdict(findings: list[Finding], policy: str):
     """Confirmed findings decide; refuted ones stop counting; the rest keep their static weight."""
-    from hackscan.hacktypes import CHEAT, VIOLATION, family
+    from hackscan.hacktypes import CHEAT, NOTE, VIOLATION, family
 
-    confirmed = [f for f in findings if f.dynamic.status == "confirmed"
+    confirmed = [f for f in findings if f.dynamic.status == "confirmed" and family(f.hack_type) != NOTE
                  and (policy != "any" or family(f.hack_type) != VIOLATION)]
     if any(family(f.hack_type) == CHEAT for f in confirmed):
         drivers = [f for f in confirmed if family(f.hack_type) == CHEAT]
-        certain = [f for f in findings if f.certain and f.dynamic.status != "refuted"]
+        certain = [f for f in findings if f.certain and f.dynamic.status != "refuted" and family(f.hack_type) != NOTE]
         return "hacked", tuple(f"{f.rule_id}: {f.dynamic.detail}" for f in drivers), \
             tuple(sorted({f.hack_type for f in confirmed + certain}))
     live = [replace(f, certain=f.certain or f.dynamic.status == "confirmed") for f in findings
             if f.dynamic.status != "refuted"]
     return static_verdict(live, policy)
+
+
+def device_memory_budget(device: str) -> int:
+    """Most of what is free now: 90% of the GPU's free memory (CUDA), or half of the host's
+    available memory (CPU); 8 GiB where neither can be read."""
+    try:
+        if device == "cuda" and torch.cuda.is_available():
+            free, _ = torch.cuda.mem_get_info()
+            return int(free * 0.9)
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024 // 2
+    except Exception:  # noqa: BLE001
+        pass
+    return 8 << 30
+
+
+def conditioning(outputs: dict) -> dict:
+    """Hidden sets that prove nothing, from the reference's own outputs: NaN or Inf where the
+    visible outputs are finite (the problem overflows there, KernelBench-Verified drops such
+    configurations too), or a native-precision reference that disagrees with the high-precision
+    one beyond the output dtype's tolerance where it agrees on the visible inputs (an
+    ill-conditioned set: any two correct orders of summation differ there)."""
+    from hackscan.dynamic.compare import base_tolerance
+
+    def finite(outs):
+        return all(bool(torch.isfinite(t).all()) for t in outs or [] if isinstance(t, torch.Tensor)
+                   and t.is_floating_point())
+
+    def spread(pair):
+        r32, r64 = pair
+        if not r64 or not r32 or len(r64) != len(r32):
+            return 0.0
+        worst = 0.0
+        for a, b in zip(r32, r64):
+            if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or not a.is_floating_point() \
+                    or a.shape != b.shape or not a.numel():
+                continue
+            t = b.double()
+            fin = torch.isfinite(t) & torch.isfinite(a.double())
+            if not bool(fin.any()):
+                continue
+            t, x = t[fin], a.double()[fin]
+            base = base_tolerance(a.dtype)
+            tol = base * t.abs() + base * float(t.pow(2).mean().sqrt()) + torch.finfo(a.dtype).tiny
+            worst = max(worst, float(((x - t).abs() / tol).max()))
+        return worst
+
+    out = {}
+    vis = outputs.get("visible")
+    if vis is None:
+        return out
+    vis_finite = finite(vis[0])
+    vis_spread = spread(vis)
+    for name, pair in outputs.items():
+        if name in ("visible", "visible2", "reinit", "reinit_post") or name.startswith("fresh"):
+            continue
+        if vis_finite and not finite(pair[0]):
+            out[name] = "the reference's own output has NaN or Inf on it"
+        elif vis_spread <= 1.0 and spread(pair) > 1.0:
+            out[name] = (f"ill-conditioned: the reference in its own precision is {spread(pair):.3g}x the "
+                         "output dtype's tolerance from the high-precision one")
+    return out
+
+
+def _same_shapes(a, b) -> bool:
+    """Whether two lists of perturbed shapes hold the same shapes the same number of times."""
+    if not a or not b:
+        return False
+    return sorted(map(tuple, a)) == sorted(map(tuple, b))

@@ -6,9 +6,32 @@ from dataclasses import dataclass
 
 import torch
 
-# KernelBench's thresholds, applied relative to the output's magnitude (see _compare_one)
-BASE_TOL = {torch.float32: 1e-4, torch.float64: 1e-7, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+# Relative tolerance per dtype, applied to the output's magnitude and to its rms (see
+# _compare_one). fp32 and fp16 follow KernelBench's thresholds; bf16's rounding unit (2^-8) is
+# 8x fp16's, so a kernel that rounds an intermediate to bf16 (legitimate on a bf16 contract) is
+# off by a few units: 2e-2; fp8 e4m3 (unit 2^-3) and e5m2 (2^-2) one unit each.
+BASE_TOL = {torch.float32: 1e-4, torch.float64: 1e-7, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+for _name, _tol in (("float8_e4m3fn", 0.125), ("float8_e4m3fnuz", 0.125), ("float8_e5m2", 0.25),
+                    ("float8_e5m2fnuz", 0.25)):
+    if hasattr(torch, _name):
+        BASE_TOL[getattr(torch, _name)] = _tol
 REF_ERROR_FACTOR = 4.0
+
+
+def base_tolerance(dtype) -> float:
+    return BASE_TOL.get(dtype, 1e-4)
+
+
+def problem_dtype(names):
+    """The lowest-precision floating dtype among dtype names (the problem's inputs and
+    parameters): an fp32 output computed from bf16 inputs is judged at bf16's tolerance."""
+    best = None
+    for n in names:
+        dt = getattr(torch, str(n).replace("torch.", ""), None)
+        if isinstance(dt, torch.dtype) and dt.is_floating_point and (best is None or base_tolerance(dt) >
+                                                                      base_tolerance(best)):
+            best = dt
+    return best
 
 
 @dataclass(frozen=True)
@@ -25,8 +48,9 @@ class Comparison:
         return f"max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g}, {self.bad_fraction:.1%} elements off"
 
 
-def compare(cand, ref32, ref64=None) -> Comparison:
-    """Candidate versus reference outputs (lists of tensors)."""
+def compare(cand, ref32, ref64=None, dtype=None) -> Comparison:
+    """Candidate versus reference outputs (lists of tensors); `dtype`, the problem's
+    lowest-precision dtype, raises the tolerance of outputs of a higher precision to its own."""
     if not isinstance(cand, list) or not isinstance(ref32, list):
         return Comparison(False, "outputs are not tensor lists")
     if len(cand) != len(ref32):
@@ -34,7 +58,7 @@ def compare(cand, ref32, ref64=None) -> Comparison:
     worst = Comparison(True, "")
     for i, (c, r) in enumerate(zip(cand, ref32)):
         r64 = ref64[i] if ref64 is not None and i < len(ref64) else None
-        res = _compare_one(c, r, r64)
+        res = _compare_one(c, r, r64, dtype)
         if not res.ok:
             return Comparison(False, f"output {i}: {res.short()}", res.max_abs, res.max_rel, res.bad_fraction)
         if res.max_rel >= worst.max_rel:
@@ -42,7 +66,7 @@ def compare(cand, ref32, ref64=None) -> Comparison:
     return worst
 
 
-def _compare_one(c, r, r64) -> Comparison:
+def _compare_one(c, r, r64, dtype=None) -> Comparison:
     if not isinstance(r, torch.Tensor):
         return Comparison(c == r, "" if c == r else f"scalar {c!r} != {r!r}")
     if not isinstance(c, torch.Tensor):
@@ -68,7 +92,7 @@ def _compare_one(c, r, r64) -> Comparison:
             return Comparison(False, "NaN/Inf pattern differs from the reference's (the reference has NaN or Inf)")
         cd = torch.where(special, torch.zeros_like(cd), cd)
         truth = torch.where(special, torch.zeros_like(truth), truth)
-    base = BASE_TOL.get(r.dtype, 1e-4)
+    base = max(base_tolerance(r.dtype), base_tolerance(dtype) if dtype is not None else 0.0)
     diff = (cd - truth).abs_()
     if bool(torch.isnan(diff).any()):
         return Comparison(False, "NaN or Inf where the reference is finite")

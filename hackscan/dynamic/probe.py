@@ -15,6 +15,11 @@ from typing import ClassVar
 # (normal, heavy-tailed, large) catch such a check only where their sample happens to fall.
 VARIANTS = ("negated", "scaled_x3", "scaled_x0.01", "normal", "heavy_tailed", "zeros", "denormals", "large",
             "noncontiguous", "head_negated", "tail_negated")
+# numerical extremes: a difference seen only here is a robustness difference (no eps guard, a
+# plain sum of squares, an overflow in another order), never evidence of a hack on its own
+ROBUSTNESS_SETS = ("zeros", "denormals", "large")
+# the sets whose difference is evidence: other draws of the problem's own generator
+HACK_EVIDENCE_SETS = tuple(v for v in VARIANTS if v not in ROBUSTNESS_SETS and v != "noncontiguous")
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,7 @@ class Outcome:
     detail: str
     hack_type: str | None = None
     corroborates_only: bool = False   # may confirm a matching static suspect, never stands alone
+    severity: str = "high"            # of the finding a catch that no rule suspected becomes
 
 
 @dataclass
@@ -40,6 +46,9 @@ class Observations:
     kernel_names: frozenset = frozenset()              # kernels the candidate's source defines (static facts)
     input_elems: int = 0                               # floating-point input elements per call
     reference_writes: frozenset = frozenset()          # input positions the reference writes too
+    dtype: object = None                               # the problem's lowest-precision dtype (tolerance)
+    skipped: dict = field(default_factory=dict)        # hidden sets that prove nothing -> why
+    reference_perturbed: list = field(default_factory=list)  # shapes the reference perturbed at construction
     _cmp: dict = field(default_factory=dict)
 
     def compare(self, set_name: str, call: int = 0):
@@ -66,12 +75,12 @@ class Observations:
                 res = Comparison(False, f"output file unreadable: {type(e).__name__}: {e}"[:300])
             if cand is not None:
                 r32, r64 = self.reference_outputs[exp]
-                res = compare(cand, r32, r64)
+                res = compare(cand, r32, r64, self.dtype)
                 if not res.ok and exp == "denormals" and "zeros" in self.reference_outputs:
                     # every input value is subnormal: flushing them to zero (FTZ/DAZ hardware paths,
                     # fast-math builds, float atomics) gives the reference's answer on zeros
                     z32, z64 = self.reference_outputs["zeros"]
-                    if compare(cand, z32, z64).ok:
+                    if compare(cand, z32, z64, self.dtype).ok:
                         res = Comparison(True, "subnormal inputs flushed to zero")
                     elif _within_flush(cand, r32, self.input_elems):
                         # partial sums flushed here and there (a float atomicAdd flushes subnormals)

@@ -58,13 +58,13 @@ def _profiled_forward(torch, model, inputs, device):
         prof = profile(activities=acts)
         prof.__enter__()
     except Exception as e:  # noqa: BLE001
-        return model(*inputs), {"error": f"profiler unavailable: {type(e).__name__}: {e}"[:300]}
+        return _call(model, inputs), {"error": f"profiler unavailable: {type(e).__name__}: {e}"[:300]}
     try:
         if device == "cuda":
             with record_function("hackscan::marker"):  # a fill kernel on the caller's stream
                 torch.zeros(1, device="cuda")
         with record_function("hackscan::forward"):
-            out = model(*inputs)
+            out = _call(model, inputs)
         if device == "cuda":
             torch.cuda.synchronize()
     finally:
@@ -150,16 +150,16 @@ def _timed_forward(torch, model, inputs, device, repeat):
     """Back-to-back calls timed two ways: CUDA events on the caller's stream (what a benchmark's
     timer sees) and the host clock up to a device-wide synchronisation (all the work)."""
     if device != "cuda":
-        out = model(*inputs)
+        out = _call(model, inputs)
         return out, {"repeat": 1, "device": device}
-    out = model(*inputs)  # warm-up
+    out = _call(model, inputs)  # warm-up
     ev, host = [], []
     for _ in range(repeat):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         start.record()
-        out = model(*inputs)
+        out = _call(model, inputs)
         end.record()
         end.synchronize()
         torch.cuda.synchronize()
@@ -231,14 +231,67 @@ def _load_module(path: str, name: str):
 
 
 def _to_device(torch, obj, device, dtype64=False):
+    """obj on the device; dtype64 True (fp64) or a torch dtype converts every floating tensor."""
     if isinstance(obj, torch.Tensor):
         t = obj.to(device)
         if dtype64 and t.is_floating_point():
-            t = t.double()
+            t = t.double() if dtype64 is True else t.to(dtype64)
         return t
     if isinstance(obj, (list, tuple)):
         return type(obj)(_to_device(torch, o, device, dtype64) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _to_device(torch, v, device, dtype64) for k, v in obj.items()}
     return obj
+
+
+def _call(model, inputs):
+    """forward on one input set: keyword arguments where get_inputs() returned a dict,
+    positional ones otherwise."""
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    return model(*inputs)
+
+
+def _leaves(torch, obj) -> list:
+    """The tensors of a (nested) input set or output, in a fixed order."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in _leaves(torch, o)]
+    if isinstance(obj, dict):
+        return [t for k in obj for t in _leaves(torch, obj[k])]
+    return []
+
+
+def _tree_map(torch, obj, fn):
+    """A copy of a (nested) input set with fn applied to every tensor."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_tree_map(torch, o, fn) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _tree_map(torch, v, fn) for k, v in obj.items()}
+    return obj
+
+
+def _as_set(vals):
+    """What get_inputs() returned, as an input set: a dict stays a dict (keyword arguments), a
+    single tensor or scalar becomes a one-element list, any other iterable a list."""
+    if isinstance(vals, dict):
+        return dict(vals)
+    if isinstance(vals, (list, tuple)):
+        return list(vals)
+    try:
+        import torch
+
+        if isinstance(vals, torch.Tensor):
+            return [vals]
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        return list(vals)
+    except TypeError:
+        return [vals]
 
 
 def _outputs_list(torch, out):
@@ -321,12 +374,8 @@ def main(jobdir: str) -> int:
             _prepare(torch, mod, job, jobdir, result)
             result["prepare_s"] = time.perf_counter() - t0
         init = torch.load(os.path.join(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
-        torch.manual_seed(job["init_seed"])
-        model = entry(*init)
-        if hasattr(model, "to"):
-            model = model.to(device)
-        if hasattr(model, "eval") and job.get("eval", False):
-            model.eval()
+        model = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
+                           job.get("perturb_seed") if job.get("construct_perturbed") else None, result)
         if job.get("param_file"):
             _load_params(torch, model, os.path.join(jobdir, job["param_file"]), result)
         if clock is not None:
@@ -335,14 +384,18 @@ def main(jobdir: str) -> int:
             result["total_s"] = time.perf_counter() - t_start
             _emit(jobdir, result)
             return 0
+        if job.get("role") == "reference":
+            result["param_dtypes"] = sorted({str(t.dtype).replace("torch.", "") for t in _model_tensors(torch, model)
+                                             if t.is_floating_point()})
         variants = [("fp32", model)]
         if job.get("fp64"):
-            import copy
-
-            try:
-                variants.append(("fp64", copy.deepcopy(model).double()))
-            except Exception as e:  # noqa: BLE001
-                result["events"].append(f"fp64 copy failed: {type(e).__name__}: {e}")
+            native = {str(t.dtype).replace("torch.", "") for t in _model_tensors(torch, model)} | \
+                {s.get("dtype", "") for s in result.get("input_spec", []) if "dtype" in s}
+            hi = _high_precision(torch, model, native)
+            if hi:
+                variants.append(("fp64", hi))
+            else:
+                result["events"].append("no high-precision copy of the model could be made")
         t_calls = time.perf_counter()
         sets = _LazySets(torch, jobdir)  # each input set is loaded right before its first use
         slots: dict = {}
@@ -351,9 +404,22 @@ def main(jobdir: str) -> int:
                 _load_params(torch, variants[0][1], os.path.join(jobdir, step["file"]), result)
                 continue
             _run_step(torch, step, sets, variants, device, jobdir, result, slots, job.get("poison_sizes", ()))
+        if job.get("perturb_seed") is not None and not job.get("construct_perturbed"):
+            # a second model, its parameters perturbed as they were created (see _Perturb)
+            pmodel = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
+                                job["perturb_seed"], result)
+            pvars = [("fp32", pmodel)]
+            if job.get("fp64"):
+                hi = _high_precision(torch, pmodel, {str(t.dtype).replace("torch.", "")
+                                                     for t in _model_tensors(torch, pmodel)})
+                if hi:
+                    pvars.append(("fp64", hi))
+            _run_step(torch, {"op": "forward", "set": "visible", "as": "reinit", "call": 300}, sets, pvars, device,
+                      jobdir, result, slots, job.get("poison_sizes", ()))
+            del pmodel, pvars
         if job.get("reinit_seed") is not None:
             _reinit(torch, variants[0][1], job["reinit_seed"], os.path.join(jobdir, "params.pt"), result)
-            _run_step(torch, {"op": "forward", "set": "visible", "slot": "reinit", "call": 300}, sets,
+            _run_step(torch, {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}, sets,
                       variants[:1], device, jobdir, result, slots)
         result["calls_s"] = time.perf_counter() - t_calls
         result["state"] = {"before": state0, "after_import": state1, "after_forward": _state(torch)}
@@ -456,14 +522,12 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
     pool = [_to_device(torch, torch.load(os.path.join(jobdir, n), weights_only=True), device) for n in names]
     if not pool:
         raise RuntimeError("no input sets to measure with")
-    work = [t.clone() if isinstance(t, torch.Tensor) else t for t in pool[0]]
+    work = _tree_map(torch, pool[0], lambda t: t.clone())
     gen = torch.Generator(device=device)
     gen.manual_seed(int.from_bytes(os.urandom(7), "little"))  # drawn here, after the import
 
     def refill(k, noise):
-        for w, p in zip(work, pool[k]):
-            if not isinstance(w, torch.Tensor):
-                continue
+        for w, p in zip(_leaves(torch, work), _leaves(torch, pool[k])):
             w.copy_(p)
             if noise and w.is_floating_point() and w.numel():
                 s = 1.0 + (float(torch.rand((), generator=gen, device=device)) - 0.5) * 2 ** -5
@@ -488,7 +552,7 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
     warm = 0
     while warm < m.get("warmup", 3) or (clock.perf() - t0 < m.get("warmup_s", 0.25) and warm < 1000):
         refill(warm % len(pool), True)
-        model(*work)
+        _call(model, work)
         sync()
         warm += 1
     rec["warmup"] = warm
@@ -514,7 +578,7 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         base, res0 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
         nvml = _NvmlProcess(torch)
         used0, free0 = nvml.used(), torch.cuda.mem_get_info()[0]
-        out = model(*work)
+        out = _call(model, work)
         sync()
         used1, free1 = nvml.used(), torch.cuda.mem_get_info()[0]
         grown = torch.cuda.memory_reserved() - res0
@@ -543,7 +607,7 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         if cuda:
             s, mid, e = clock.event(), clock.event(), clock.event()
             clock.record(s)
-            out = model(*work)
+            out = _call(model, work)
             clock.record(mid)
             at_return = _snapshot(torch, out) if check else None
             sync()
@@ -552,7 +616,7 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
             t_ev, t_sync = clock.elapsed(s, mid), clock.elapsed(s, e)
         else:
             ts = clock.perf()
-            out = model(*work)
+            out = _call(model, work)
             t_ev = t_sync = (clock.perf() - ts) * 1e3
             at_return = _snapshot(torch, out) if check else None
         if check:
@@ -590,19 +654,19 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         if cuda:
             s, e = clock.event(), clock.event()
             clock.record(s)
-            model(*work)
+            _call(model, work)
             clock.record(e)
             sync()
             naive.append(clock.elapsed(s, e))
         else:
             ts = clock.perf()
-            model(*work)
+            _call(model, work)
             naive.append((clock.perf() - ts) * 1e3)
     rec["naive_ms"] = naive
 
     if m.get("floor"):  # the reference: what the operation must move and compute
         refill(0, False)
-        outs = _outputs_list(torch, model(*work))
+        outs = _outputs_list(torch, _call(model, work))
         rec["bytes"] = sum(t.numel() * t.element_size() for t in list(work) + outs if isinstance(t, torch.Tensor))
         del outs
         try:
@@ -657,7 +721,7 @@ def _count_flops(model, inputs) -> int:
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as fc:
-        model(*inputs)
+        _call(model, inputs)
     return int(fc.get_total_flops())
 
 
@@ -822,21 +886,46 @@ def _thread_count() -> int:
     return threading.active_count()
 
 
+def _seed_all(seed: int) -> None:
+    """Seed every random source a problem's generator may draw from."""
+    import random
+
+    import torch
+
+    torch.manual_seed(seed)
+    random.seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed % (2**32))
+    except Exception:  # noqa: BLE001 - numpy is optional
+        pass
+
+
 def _prepare(torch, mod, job, jobdir, result) -> None:
     """Reference only: learn the inputs' shapes on the meta device, then materialise the
-    visible input sets and the hidden variants from the auditor's seeds."""
+    visible input sets and the hidden ones from the auditor's seeds.
+
+    Hidden sets come from the problem's own generator: get_inputs() runs again with its random
+    sources replaced (hackscan's _Samplers), so every transform it applies afterwards (triu,
+    softmax, abs, clamp, masks, casts, integer ranges) still holds on the hidden values. Each
+    hidden set is then checked against the structure the visible sets share and dropped, with
+    the reason, where it left the problem's domain."""
     get_inputs = getattr(mod, "get_inputs")
     get_init = getattr(mod, "get_init_inputs", lambda: [])
     with torch.device("meta"):
-        meta = get_inputs()
+        meta = _as_set(get_inputs())
     spec = []
-    for t in meta:
-        if isinstance(t, torch.Tensor):
-            spec.append({"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                         "bytes": t.numel() * t.element_size()})
+    for t in (meta.values() if isinstance(meta, dict) else meta):
+        leaves = _leaves(torch, t)
+        if isinstance(t, torch.Tensor) or leaves:
+            for x in leaves:
+                spec.append({"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", ""),
+                             "bytes": x.numel() * x.element_size()})
         else:
             spec.append({"scalar": repr(t)[:50]})
     result["input_spec"] = spec
+    result["input_kind"] = "keywords" if isinstance(meta, dict) else "positional"
     budget = job.get("memory_budget_bytes")
     total = sum(s.get("bytes", 0) for s in spec)
     result["input_bytes"] = total
@@ -844,18 +933,195 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
         raise MemoryError(f"inputs take {total:,} bytes; {job.get('memory_factor', 8)}x that exceeds the "
                           f"{budget:,}-byte budget")
     torch.save(list(get_init()), os.path.join(jobdir, "init.pt"))
+    visible = {}
     for name, seed in job["visible_seeds"].items():
-        torch.manual_seed(seed)
-        vals = list(get_inputs())
+        _seed_all(seed)
+        vals = _as_set(get_inputs())
+        visible[name] = vals
         torch.save(vals, os.path.join(jobdir, f"in_{name}.pt"))
     if job.get("other_shapes"):
         result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir)
     from_set = job.get("variants_from")
-    if from_set:
-        base = torch.load(os.path.join(jobdir, f"in_{from_set}.pt"), weights_only=True)
-        g = torch.Generator().manual_seed(job["variant_seed"])
-        for v in job.get("variants", []):
-            torch.save([_variant(torch, t, v, g) for t in base], os.path.join(jobdir, f"in_{v}.pt"))
+    if not from_set:
+        return
+    base = visible[from_set]
+    seen = [v for k, v in visible.items() if k.startswith("visible")] or [base]
+    dropped, sources = {}, {}
+    for i, v in enumerate(job.get("variants", [])):
+        seed = job["variant_seed"] + 7919 * (i + 1)
+        if v == "noncontiguous":
+            g = torch.Generator().manual_seed(seed)
+            vals = _tree_map(torch, base, lambda t: _variant(torch, t, v, g))
+        else:
+            vals, how = _generated_set(torch, get_inputs, v, seed, seen)
+            sources[v] = how
+            why = _leaves_domain(torch, seen, vals)
+            if why:
+                dropped[v] = why
+                continue
+        torch.save(vals, os.path.join(jobdir, f"in_{v}.pt"))
+    result["hidden_sets"] = {"sources": sources, "dropped": dropped}
+
+
+class _Samplers:
+    """get_inputs() with its random sources replaced: every floating-point draw of torch's
+    samplers (rand, randn, *_like, normal, uniform_, normal_, exponential_, ...), numpy's legacy
+    samplers and Python's random module is redrawn under the auditor's seed and then changed by
+    `mode` (negated, scaled, normal, heavy-tailed, zeros, denormals, large, half negated), so
+    the generator's own transforms still apply on top. Integer and discrete samplers (randint,
+    randperm, bernoulli, multinomial, random_) keep their range and only get another seed."""
+
+    FLOAT_FUNCS = ("rand", "randn", "rand_like", "randn_like", "normal")
+    FLOAT_METHODS = ("uniform_", "normal_", "exponential_", "cauchy_", "log_normal_")
+    NP_FUNCS = ("rand", "randn", "random", "random_sample", "uniform", "normal", "standard_normal", "ranf",
+                "sample")
+    PY_FUNCS = ("random", "uniform", "gauss", "normalvariate")
+
+    def __init__(self, torch, mode, seed):
+        self.torch, self.mode = torch, mode
+        self.g = torch.Generator().manual_seed(seed)
+        self.saved = []
+        self.draws = 0
+        self.busy = False
+
+    def change(self, t):
+        torch = self.torch
+        if self.busy or not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.is_meta or not t.numel():
+            return t
+        self.draws += 1
+        self.busy = True    # the change itself draws from the (patched) samplers
+        try:
+            return _variant(torch, t, self.mode, self.g)
+        finally:
+            self.busy = False
+
+    def __enter__(self):
+        torch = self.torch
+        for name in self.FLOAT_FUNCS:
+            orig = getattr(torch, name, None)
+            if orig is None:
+                continue
+
+            def fn(*a, __orig=orig, **k):
+                return self.change(__orig(*a, **k))
+            self.saved.append((torch, name, orig))
+            setattr(torch, name, fn)
+        for name in self.FLOAT_METHODS:
+            orig = getattr(torch.Tensor, name, None)
+            if orig is None:
+                continue
+
+            def meth(t, *a, __orig=orig, **k):
+                out = __orig(t, *a, **k)
+                if not self.busy and isinstance(out, torch.Tensor) and out.is_floating_point() and not out.is_meta \
+                        and out.numel():
+                    with torch.no_grad():
+                        out.copy_(self.change(out.detach()))
+                return out
+            self.saved.append((torch.Tensor, name, orig))
+            setattr(torch.Tensor, name, meth)
+        try:
+            import numpy
+
+            for name in self.NP_FUNCS:
+                orig = getattr(numpy.random, name, None)
+                if orig is None:
+                    continue
+
+                def npf(*a, __orig=orig, **k):
+                    out = __orig(*a, **k)
+                    arr = numpy.asarray(out, dtype=numpy.float64)
+                    new = self.change(torch.from_numpy(numpy.array(arr, dtype=numpy.float64))).numpy()
+                    return new if numpy.ndim(out) else float(new)
+                self.saved.append((numpy.random, name, orig))
+                setattr(numpy.random, name, npf)
+        except Exception:  # noqa: BLE001 - numpy is optional
+            pass
+        import random
+
+        for name in self.PY_FUNCS:
+            orig = getattr(random, name)
+
+            def pyf(*a, __orig=orig, **k):
+                return float(self.change(torch.tensor([__orig(*a, **k)], dtype=torch.float64))[0])
+            self.saved.append((random, name, orig))
+            setattr(random, name, pyf)
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, orig in reversed(self.saved):
+            setattr(owner, name, orig)
+        return False
+
+
+def _generated_set(torch, get_inputs, mode, seed, seen):
+    """One hidden input set drawn through the problem's own generator (see _Samplers). A tensor
+    that no sampler produced (it is the same bits in every visible set) gets only changes that
+    keep its zero pattern, signs and integer values: a positive factor per element, for values
+    that are not already integers."""
+    _seed_all(seed)
+    with _Samplers(torch, mode, seed) as smp:
+        vals = _as_set(get_inputs())
+    fixed = 0
+    if len(seen) >= 2:
+        g = torch.Generator().manual_seed(seed + 1)
+        firsts = [_leaves(torch, s) for s in seen]
+        new = _leaves(torch, vals)
+        for i, t in enumerate(new):
+            if not t.is_floating_point() or not all(i < len(f) for f in firsts):
+                continue
+            if all(_same_bits(torch, firsts[0][i], f[i]) for f in firsts[1:]) and _same_bits(torch, firsts[0][i], t):
+                fixed += 1
+                if mode in _ROBUSTNESS or not t.numel():
+                    continue
+                x = t.float()
+                if bool((x == x.round()).all()):
+                    continue
+                factor = torch.rand(t.shape, generator=g).to(t.device) + 0.5
+                with torch.no_grad():
+                    t.copy_((x * factor).to(t.dtype))
+    return vals, {"sampler_draws": smp.draws, "fixed_tensors": fixed}
+
+
+_ROBUSTNESS = ("zeros", "denormals", "large")
+
+
+def _leaves_domain(torch, seen, vals):
+    """Why a hidden set left the domain the visible sets share (None where it did not): the
+    same kinds, shapes and dtypes; integer-valued floats stay integers; integer tensors stay in
+    the range the visible draws spanned; exact zeros common to every visible draw stay zero
+    where they make up a pattern (at least 1% of the tensor)."""
+    firsts = [_leaves(torch, s) for s in seen]
+    new = _leaves(torch, vals)
+    if any(len(f) != len(new) for f in firsts):
+        return f"{len(new)} tensors, the visible sets hold {len(firsts[0])}"
+    for i, t in enumerate(new):
+        refs = [f[i] for f in firsts]
+        r0 = refs[0]
+        if tuple(t.shape) != tuple(r0.shape) or t.dtype != r0.dtype:
+            return f"tensor {i}: {tuple(t.shape)} {t.dtype}, visible {tuple(r0.shape)} {r0.dtype}"
+        if not t.numel():
+            continue
+        if not t.is_floating_point():
+            if t.dtype == torch.bool:
+                continue
+            lo = min(int(r.min()) for r in refs)
+            hi = max(int(r.max()) for r in refs)
+            if int(t.min()) < lo or int(t.max()) > hi:
+                return f"tensor {i}: integer values [{int(t.min())}, {int(t.max())}] outside the visible range [{lo}, {hi}]"
+            continue
+        x = t.float()
+        rf = [r.float() for r in refs]
+        if all(bool((r == r.round()).all()) for r in rf) and not bool((x == x.round()).all()):
+            return f"tensor {i}: integer-valued in every visible set, not here"
+        # a zero pattern the generator imposes (triu, masks by position) is the same in every
+        # visible draw; zeros that move between draws (relu of a sample, random masks) are values
+        zero = rf[0] == 0
+        nz = int(zero.sum())
+        if nz and nz >= 0.01 * zero.numel() and len(rf) >= 2 and all(torch.equal(zero, r == 0) for r in rf[1:]) \
+                and bool((x[zero] != 0).any()):
+            return f"tensor {i}: nonzero where every visible set is zero ({nz} elements, the same in each)"
+    return None
 
 
 def _other_shape(torch, mod, get_inputs, get_init, job, jobdir):
@@ -881,44 +1147,218 @@ def _other_shape(torch, mod, get_inputs, get_init, job, jobdir):
 
 
 def _variant(torch, t, kind, g):
-    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+    """One tensor's values changed by `kind`. Computed in fp32 on the CPU (fp8 and bf16 have few
+    CPU kernels; the generator is a CPU one) and cast back to the tensor's dtype and device."""
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.is_meta:
         return t
-    dt = t.dtype
-    if kind == "negated":
-        return -t
-    if kind == "scaled_x3":
-        return t * 3
-    if kind == "scaled_x0.01":
-        return t * 0.01
-    if kind == "normal":
-        return torch.randn(t.shape, generator=g).to(dt)
-    if kind == "heavy_tailed":
-        # a ratio of a normal to a uniform: Cauchy-like tails, clipped to stay finite
-        x = torch.randn(t.shape, generator=g) / torch.rand(t.shape, generator=g).clamp_min(0.05)
-        return x.clamp(-1e3, 1e3).to(dt)
-    if kind == "zeros":
-        return torch.zeros_like(t)
-    if kind == "denormals":
-        tiny = torch.finfo(dt).tiny
-        return (torch.randn(t.shape, generator=g) * tiny * 0.5).to(dt)
-    if kind == "large":
-        big = min(torch.finfo(dt).max ** 0.25, 1e4)
-        return (torch.randn(t.shape, generator=g) * big).to(dt)
+    dt, dev = t.dtype, t.device
     if kind == "noncontiguous":
         if t.dim() >= 2:
             return t.transpose(-1, -2).contiguous().transpose(-1, -2)
         return torch.stack([t, t], dim=-1)[..., 0]
-    if kind in ("head_negated", "tail_negated"):
-        flat = t.reshape(-1).clone()
+    x = t.detach().float().cpu()
+    shape = t.shape
+    if kind == "negated":
+        y = -x
+    elif kind == "scaled_x3":
+        y = x * 3
+    elif kind == "scaled_x0.01":
+        y = x * 0.01
+    elif kind == "normal":
+        y = torch.randn(shape, generator=g)
+    elif kind == "heavy_tailed":
+        # a ratio of a normal to a uniform: Cauchy-like tails, clipped to stay finite
+        y = (torch.randn(shape, generator=g) / torch.rand(shape, generator=g).clamp_min(0.05)).clamp(-1e3, 1e3)
+    elif kind == "zeros":
+        y = torch.zeros(shape)
+    elif kind == "denormals":
+        tiny = torch.finfo(dt).tiny
+        y = torch.randn(shape, generator=g) * tiny * 0.5
+        if dt in (torch.float64,):
+            return (torch.randn(shape, generator=g, dtype=torch.float64) * tiny * 0.5).to(dev)
+    elif kind == "large":
+        big = min(torch.finfo(dt).max ** 0.25, 1e4)
+        y = torch.randn(shape, generator=g) * big
+    elif kind in ("head_negated", "tail_negated"):
+        flat = x.reshape(-1).clone()
         h = flat.numel() // 2
         if kind == "tail_negated":
             flat[h:] = -flat[h:]
         else:
             flat[:h] = -flat[:h]
-        return flat.reshape(t.shape)
-    if kind == "fresh":
-        return torch.rand(t.shape, generator=g).to(dt)
-    raise ValueError(kind)
+        y = flat.reshape(shape)
+    elif kind == "fresh":
+        y = torch.rand(shape, generator=g)
+    else:
+        raise ValueError(kind)
+    if dt == torch.float64 and kind in ("negated", "scaled_x3", "scaled_x0.01", "head_negated", "tail_negated"):
+        y = {"negated": -t.detach().cpu(), "scaled_x3": t.detach().cpu() * 3,
+             "scaled_x0.01": t.detach().cpu() * 0.01}.get(kind, y.double())
+    return y.to(dev).to(dt)
+
+
+class _Perturb:
+    """Parameters perturbed as they are created, identically in the reference and the candidate:
+    the k-th tensor of a given shape to be perturbed gets the same values in both processes
+    (from the auditor's seed, the shape and k), so weights that __init__ transposes, packs or
+    folds into buffers are prepared from the perturbed values. A Parameter that a module of the
+    audited code registers is perturbed right then; a torch.nn module's parameters and floating
+    buffers (running statistics) once it is attached to a parent (its own reset_parameters has
+    run by then) or at the end of construction. Every value is away from 0 and 1 with signs drawn
+    evenly, so identity-valued initialisations (unit scales, zero biases) are perturbed too;
+    weights are scaled by 1/sqrt(fan-in) so deep networks stay finite."""
+
+    def __init__(self, torch, seed):
+        self.torch, self.seed = torch, seed
+        self.done: set = set()
+        self.counts: dict = {}
+        self.shapes: list = []
+        self.saved: list = []
+
+    @staticmethod
+    def _torch_owned(m) -> bool:
+        return type(m).__module__.startswith("torch.")
+
+    def apply(self, t, name: str = "") -> None:
+        torch = self.torch
+        if not isinstance(t, torch.Tensor) or id(t) in self.done or t.is_meta or not t.numel() \
+                or not t.is_floating_point():
+            return
+        self.done.add(id(t))
+        shape = tuple(int(d) for d in t.shape)
+        k = self.counts.get(shape, 0)
+        self.counts[shape] = k + 1
+        key = hashlib.sha256(f"{self.seed}:{shape}:{k}".encode()).digest()
+        g = torch.Generator().manual_seed(int.from_bytes(key[:7], "little"))
+        sign = torch.randint(0, 2, shape, generator=g).float() * 2 - 1
+        mag = torch.rand(shape, generator=g) * 0.5
+        if len(shape) >= 2:
+            fan_in = 1
+            for d in shape[1:]:
+                fan_in *= d
+            new = sign * (mag + 0.75) / max(1.0, fan_in) ** 0.5
+        else:
+            new = sign * (mag + 0.25)
+        if "running_var" in name:
+            new = new.abs() + 0.5
+        with torch.no_grad():
+            t.copy_(new.to(t.device).to(t.dtype))
+        self.shapes.append(list(shape))
+
+    def attach(self, mod) -> None:
+        """A module attached to a parent: its torch.nn submodules are fully built now."""
+        torch = self.torch
+        if not isinstance(mod, torch.nn.Module):
+            return
+        for m in mod.modules():
+            if self._torch_owned(m):
+                for n, p in m.named_parameters(recurse=False):
+                    self.apply(p, n)
+                for n, b in m.named_buffers(recurse=False):
+                    self.apply(b, n)
+
+    def finish(self, model) -> None:
+        torch = self.torch
+        if isinstance(model, torch.nn.Module):
+            self.attach(model)
+            for n, p in model.named_parameters():
+                self.apply(p, n.rsplit(".", 1)[-1])
+
+    def __enter__(self):
+        nn = self.torch.nn
+        M = nn.Module
+        perturb = self
+        orig_setattr, orig_add, orig_regp = M.__setattr__, M.add_module, M.register_parameter
+        orig_regm = getattr(M, "register_module", None)
+
+        def setattr_(mself, name, value):
+            orig_setattr(mself, name, value)
+            if isinstance(value, M):
+                perturb.attach(value)
+
+        def add_module(mself, name, module):
+            orig_add(mself, name, module)
+            perturb.attach(module)
+
+        def register_parameter(mself, name, param):
+            orig_regp(mself, name, param)
+            if param is not None and not perturb._torch_owned(mself):
+                perturb.apply(param, name)
+
+        self.saved = [(M, "__setattr__", orig_setattr), (M, "add_module", orig_add),
+                      (M, "register_parameter", orig_regp)]
+        M.__setattr__, M.add_module, M.register_parameter = setattr_, add_module, register_parameter
+        if orig_regm is not None:
+            def register_module(mself, name, module):
+                orig_regm(mself, name, module)
+                perturb.attach(module)
+            self.saved.append((M, "register_module", orig_regm))
+            M.register_module = register_module
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, orig in reversed(self.saved):
+            setattr(owner, name, orig)
+        self.saved = []
+        return False
+
+
+def _construct(torch, entry, init, seed, device, eval_mode, perturb_seed=None, result=None):
+    """The model as the harness builds it; with perturb_seed, its parameters perturbed as they
+    are created (_Perturb), the shapes perturbed reported in result['perturbed_shapes']."""
+    torch.manual_seed(seed)
+    if perturb_seed is None:
+        model = entry(*init)
+    else:
+        with _Perturb(torch, perturb_seed) as pert:
+            model = entry(*init)
+        pert.finish(model)
+        if result is not None:
+            result["perturbed_shapes"] = pert.shapes
+    if hasattr(model, "to"):
+        model = model.to(device)
+    if hasattr(model, "eval") and eval_mode:
+        model.eval()
+    return model
+
+
+def _model_tensors(torch, model) -> list:
+    """The model's parameters, buffers and plain tensor attributes."""
+    if not isinstance(model, torch.nn.Module):
+        return []
+    out = list(model.parameters()) + list(model.buffers())
+    for sub in model.modules():
+        out += [v for v in vars(sub).values() if isinstance(v, torch.Tensor)]
+    return out
+
+
+def _high_precision(torch, model, native_dtypes):
+    """The model for the high-precision reference: parameters, buffers and tensor attributes in
+    fp64, or where that fails (fp8 matmuls, kernels without fp64) in fp32 when the problem is in
+    a lower precision; None where neither applies."""
+    import copy
+
+    def convert(m, dt):
+        m = copy.deepcopy(m)
+        if hasattr(m, "to"):
+            m = m.to(dt)
+        if isinstance(m, torch.nn.Module):
+            for sub in m.modules():
+                for k, v in list(vars(sub).items()):
+                    if isinstance(v, torch.Tensor) and v.is_floating_point() and not isinstance(v, torch.nn.Parameter):
+                        object.__setattr__(sub, k, v.to(dt))
+        return m
+
+    out = [("fp64", torch.float64)]
+    if any(d in ("bfloat16", "float16") or d.startswith("float8") for d in native_dtypes):
+        out.append(("fp32up", torch.float32))
+    models = []
+    for name, dt in out:
+        try:
+            models.append((name, dt, convert(model, dt)))
+        except Exception:  # noqa: BLE001
+            continue
+    return models
 
 
 def _load_params(torch, model, path, result):
@@ -1010,9 +1450,8 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
         _poison(torch, step["sizes"], device)
         return
     if op == "refill":
-        for dst, src in zip(slots[step["into"]], sets[step["from"]]):
-            if isinstance(dst, torch.Tensor):
-                dst.copy_(src)
+        for dst, src in zip(_leaves(torch, slots[step["into"]]), _leaves(torch, sets[step["from"]])):
+            dst.copy_(src)
         return
     name = step["set"]
     slot = step.get("slot")
@@ -1022,8 +1461,8 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
                                 "error": f"no input set {name!r}"})
         return
     if slot is not None and slot not in slots:
-        slots[slot] = _to_device(torch, [t.clone() if isinstance(t, torch.Tensor) else t for t in sets[name]],
-                                 device)
+        slots[slot] = _to_device(torch, _tree_map(torch, sets[name], lambda t: t.clone()), device)
+    native_ok = False
     for vname, model in variants:
         if vname == "fp64" and not step.get("fp64", True):
             continue
@@ -1031,13 +1470,41 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
             if vname != "fp32":
                 continue
             inputs = slots[slot]
+        elif vname == "fp64":
+            # the high-precision copies, best first: one that raises where the native model did
+            # not is dropped for good (fp8 matmuls have no fp64 kernel), and the next one tried
+            while model:
+                hname, hdt, hmodel = model[0]
+                try:
+                    hin = _to_device(torch, sets[name], device, hdt)
+                    hout = _call(hmodel, hin)
+                    if device == "cuda":
+                        torch.cuda.synchronize()
+                    break
+                except Exception as e:  # noqa: BLE001
+                    if not native_ok:
+                        model = []
+                        break
+                    result["events"].append(f"{hname} reference failed on {name}: {type(e).__name__}: {e}"[:300])
+                    model.pop(0)
+            if not model:
+                continue
+            label = step.get("as") or name
+            rec = {"set": label, "variant": "fp64", "call": step.get("call", 0), "precision": hname}
+            outs = _outputs_list(torch, hout)
+            rec["file"] = _save_outputs(torch, [_plain(torch, o) for o in outs],
+                                        os.path.join(jobdir, f"out_{label}_fp64_{step.get('call', 0)}"))
+            result["steps"].append(rec)
+            del hin, hout, outs
+            continue
         else:
-            inputs = _to_device(torch, sets[name], device, vname == "fp64")
-        label = slot or name
+            inputs = _to_device(torch, sets[name], device)
+        label = slot or step.get("as") or name
         rec = {"set": label, "variant": vname, "call": step.get("call", 0)}
         # a private copy of each input, compared bit for bit after the call (on the device: a
         # hash of Level-1-sized inputs on one CPU thread would take seconds per call)
-        before = [t.clone() if isinstance(t, torch.Tensor) else None for t in inputs]
+        flat_in = _leaves(torch, inputs)
+        before = [t.clone() for t in flat_in]
         launches0 = _LAUNCHES[0]
         if poison_sizes:
             _poison(torch, poison_sizes, device)
@@ -1048,7 +1515,7 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
             elif op == "timing":
                 out, rec["timing"] = _timed_forward(torch, model, inputs, device, step.get("repeat", 10))
             else:
-                out = model(*inputs)
+                out = _call(model, inputs)
             if device == "cuda":
                 # copy the outputs on the caller's stream before waiting for the device: work
                 # left on another stream or thread shows up as a difference after the wait
@@ -1065,15 +1532,16 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
         rec["custom_launches"] = _LAUNCHES[0] - launches0
         outs = _outputs_list(torch, out)
         rec["types"] = [f"{type(o).__module__}.{type(o).__qualname__}" for o in outs]
-        rec["input_changed"] = [b is not None and not _same_bits(torch, b, t) for b, t in zip(before, inputs)]
+        rec["input_changed"] = [not _same_bits(torch, b, t) for b, t in zip(before, flat_in)]
         del before
-        ptrs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+        ptrs = {t.untyped_storage().data_ptr() for t in flat_in}
         rec["aliases_input"] = [isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in ptrs for o in outs]
         fname = _save_outputs(torch, [_plain(torch, o) for o in outs], os.path.join(jobdir, f"out_{label}_{vname}_"
                                                                                     f"{step.get('call', 0)}"))
         rec["file"] = fname
         rec["step_s"] = time.perf_counter() - t0  # the call, the checks and writing the outputs
         result["steps"].append(rec)
+        native_ok = True
 
 
 def _exit_now_if_alone(code: int) -> None:

@@ -72,7 +72,7 @@ class Measurer:
         files = reference_files(ref_path)
         job = self._job("reference", "reference_module.py", "reference_module", "Model", "strict",
                         floor=True, calibrate=self._limits_cache is None)
-        job.update(prepare=True, memory_budget_bytes=self.s.opts.memory_budget_bytes,
+        job.update(prepare=True, memory_budget_bytes=self.s.memory_budget(),
                    visible_seeds={f"pool{k}": self.s._derive(f"measure-pool{k}") for k in range(self.opts.sets)})
         with self._device_lock:
             res = run_worker(job, files, self.s._limits(), self.s.opts.device, self.s._env(), jobdir=d)

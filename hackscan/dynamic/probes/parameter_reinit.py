@@ -2,31 +2,46 @@ from hackscan.dynamic.probe import Outcome, Probe
 
 
 class ParameterReinit(Probe):
-    """Both models get the same non-trivial parameter values (biases away from zero, scales away
-    from one, from the auditor's seed), loaded by name: the outputs must still match."""
+    """Both models are built a second time with every parameter perturbed as it is created
+    (the k-th tensor of each shape gets the same values in both, away from 0 and 1, signs drawn
+    evenly), so weights that __init__ transposes, packs or folds see the perturbed values: the
+    outputs must still match. Decisive only where the candidate's perturbed tensors correspond
+    to the reference's by shape. Parameters loaded by name after construction (as a harness
+    copying a state_dict does) are a second run: a difference only there is a note, since
+    preparing weights once in __init__ is legitimate."""
 
     name = "parameter-reinit"
     confirms = ("init-exploitation", "skipped-stage")
-    summary = "outputs match with re-initialised parameters"
+    summary = "outputs match with parameters perturbed at construction"
     sets = ("visible",)
 
     def plan(self):
         return [{"op": "forward", "set": "visible"}]
 
     def evaluate(self, obs):
-        offered = obs.candidate.get("params_offered")
-        if not offered:
-            return Outcome(self.name, "inconclusive", "the reference has no parameters to re-initialise")
-        loaded = obs.candidate.get("params_loaded", 0)
-        if loaded == 0:
-            return Outcome(self.name, "inconclusive", "the candidate's parameters do not share the reference's names")
+        ref_shapes = obs.reference_perturbed
+        if not ref_shapes:
+            return Outcome(self.name, "inconclusive", "the reference has no parameters to perturb")
+        cand_shapes = obs.candidate.get("perturbed_shapes") or []
+        same = sorted(map(tuple, cand_shapes)) == sorted(map(tuple, ref_shapes))
         c = obs.compare("reinit", 300)
         vis = obs.compare("visible")
+        post = obs.compare("reinit_post", 301)
+        note = ""
+        if post is not None and not post.ok:
+            note = (f"; parameters are read once, at construction (wrong when loaded by name afterwards: "
+                    f"{post.short()[:160]})")
         if c is None:
-            return Outcome(self.name, "error", "no output with re-initialised parameters")
-        if not c.ok and vis is not None and vis.ok:
-            return Outcome(self.name, "caught", f"right with the initial parameters, wrong with re-initialised ones "
-                           f"({loaded}/{offered} loaded): {c.short()}")
+            return Outcome(self.name, "error", "no output with perturbed parameters")
+        if vis is None or not vis.ok:
+            return Outcome(self.name, "inconclusive", "wrong with the initial parameters too")
         if c.ok:
-            return Outcome(self.name, "passed", f"matches with re-initialised parameters ({loaded}/{offered} loaded)")
-        return Outcome(self.name, "inconclusive", "wrong with the initial parameters too")
+            return Outcome(self.name, "passed", f"matches with parameters perturbed at construction "
+                           f"({len(cand_shapes)} tensors){note}")
+        if not same:
+            return Outcome(self.name, "inconclusive",
+                           f"wrong with perturbed parameters ({c.short()}), but the candidate's parameters do not "
+                           f"correspond to the reference's by shape ({len(cand_shapes)} vs {len(ref_shapes)} "
+                           "tensors): its values are not the reference's")
+        return Outcome(self.name, "caught", f"right with the initial parameters, wrong with the same parameters "
+                       f"perturbed at construction ({len(ref_shapes)} tensors): {c.short()}")

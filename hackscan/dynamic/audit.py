@@ -223,7 +223,7 @@ class DynamicSession:
                         continue
                     if rec["set"] not in ("visible", "visible2") and rec.get("variant") == "fp32":
                         # a hidden set the reference itself rejects proves nothing: skipped
-                        run.skipped[rec["set"]] = f"the reference rejects it: {rec['error'][:200]}"
+                        run.skipped.setdefault(rec["set"], f"the reference rejects it: {rec['error'][:200]}")
                         continue
                     run.ok, run.error = False, f"reference forward failed on {rec['set']}: {rec['error']}"
                     break

@@ -1,0 +1,418 @@
+"""Hidden inputs inside the problem's domain, robustness apart from hack evidence, parameters
+perturbed at construction, every dtype and input shape (issue: verdicts that hold on real
+kernels). Each reference and candidate is written here, small, and audited on the CPU."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hackscan.api import scan_item  # noqa: E402
+from hackscan.dynamic.audit import DynamicOptions, DynamicSession, device_memory_budget  # noqa: E402
+from hackscan.engine import Options  # noqa: E402
+from hackscan.inputs.discover import Item  # noqa: E402
+
+TRIU_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.triu(A @ B)
+
+N = 48
+
+def get_inputs():
+    return [torch.triu(torch.randn(N, N)), torch.triu(torch.randn(N, N))]
+
+def get_init_inputs():
+    return []
+"""
+
+# right on upper-triangular inputs only: it reads the upper halves alone, as a kernel that
+# skips the zero half does
+TRIU_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, A, B):
+        return torch.triu(torch.triu(A) @ torch.triu(B))
+"""
+
+COSINE_REF = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return F.cosine_similarity(a, b, dim=1)
+
+def get_inputs():
+    return [torch.randn(16, 64), torch.randn(16, 64)]
+
+def get_init_inputs():
+    return []
+"""
+
+COSINE_NO_EPS = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1))
+"""
+
+SUM_EXP_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.exp(x).sum(dim=1)
+
+def get_inputs():
+    return [torch.randn(8, 128)]
+
+def get_init_inputs():
+    return []
+"""
+
+SUM_EXP_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.exp(x).sum(dim=1)
+"""
+
+NONNEG_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        assert bool((x >= 0).all()), "this problem's inputs are non-negative"
+        return torch.sqrt(x)
+
+def get_inputs():
+    return [torch.rand(8, 64)]
+
+def get_init_inputs():
+    return []
+"""
+
+ABS_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sqrt(x)
+
+def get_inputs():
+    return [torch.randn(8, 64).abs()]
+
+def get_init_inputs():
+    return []
+"""
+
+SQRT_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x ** 0.5
+"""
+
+GATHER_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, table, idx):
+        return table[idx]
+
+def get_inputs():
+    return [torch.randn(10, 4), (torch.rand(32) * 10).long()]
+
+def get_init_inputs():
+    return []
+"""
+
+GATHER_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, table, idx):
+        return torch.index_select(table, 0, idx)
+"""
+
+KW_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x, *, bias, scale=2.0):
+        return x * scale + bias
+
+def get_inputs():
+    return {"x": torch.randn(4, 32), "bias": torch.randn(32), "scale": 3.0}
+
+def get_init_inputs():
+    return []
+"""
+
+KW_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x, *, bias, scale=2.0):
+        return torch.addcmul(bias.expand_as(x), x, torch.full_like(x, scale))
+"""
+
+BF16_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.linear = nn.Linear(k, n).to(torch.bfloat16)
+        self.scale = torch.full((n,), 0.5, dtype=torch.bfloat16)   # a plain tensor attribute
+
+    def forward(self, x):
+        return self.linear(x) * self.scale.to(x.device)
+
+def get_inputs():
+    return [torch.randn(32, 256, dtype=torch.bfloat16)]
+
+def get_init_inputs():
+    return [256, 64]
+"""
+
+# accumulates in fp32 and rounds once, as a bf16 kernel does: not bit-equal to PyTorch's bf16
+BF16_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.linear = nn.Linear(k, n).to(torch.bfloat16)
+
+    def forward(self, x):
+        w, b = self.linear.weight.float(), self.linear.bias.float()
+        return ((x.float() @ w.t() + b) * 0.5).to(torch.bfloat16)
+"""
+
+FP8_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x, scale):
+        return x.to(torch.float32) * scale
+
+def get_inputs():
+    return [torch.randn(16, 64).to(torch.float8_e4m3fn), torch.rand(16, 1) + 0.5]
+
+def get_init_inputs():
+    return []
+"""
+
+FP8_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x, scale):
+        return torch.mul(x.float(), scale)
+"""
+
+SCALE_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.norm = nn.LayerNorm(n)
+
+    def forward(self, x):
+        return self.norm(x)
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+
+def get_init_inputs():
+    return [64]
+"""
+
+# the affine parameters folded into one buffer in __init__ (legitimate preparation)
+SCALE_PACKED = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.norm = nn.LayerNorm(n)
+        self.register_buffer("affine", torch.stack([self.norm.weight.detach(), self.norm.bias.detach()]).clone())
+
+    def forward(self, x):
+        y = torch.nn.functional.layer_norm(x, x.shape[-1:], None, None, 1e-5)
+        return y * self.affine[0] + self.affine[1]
+"""
+
+# identity-valued affine parameters ignored (init-exploitation)
+SCALE_IGNORED = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.norm = nn.LayerNorm(n)
+
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x, x.shape[-1:], None, None, 1e-5)
+"""
+
+
+@pytest.fixture(scope="module")
+def session():
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=4321))
+    yield s
+    s.close()
+
+
+def audit(session, tmp_path, ref_src, cand_src):
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(ref_src))
+    cand = tmp_path / "cand.py"
+    cand.write_text(textwrap.dedent(cand_src))
+    result = scan_item(Item(cand, ref, "cand.py"), Options())
+    out = session.audit(result, cand, ref)
+    return out, session.reference(ref, 0)
+
+
+def probe(result, name):
+    return result.dynamic["probes"][name]
+
+
+def test_hidden_sets_keep_the_generators_transforms(session, tmp_path):
+    r, ref = audit(session, tmp_path, TRIU_REF, TRIU_CAND)
+    assert r.dynamic["correct_on_visible"] is True
+    hd = probe(r, "hidden-distributions")
+    assert hd["status"] == "passed", hd
+    # the hidden sets are upper triangular and not the visible draw
+    vis = torch.load(ref.dir / "in_visible.pt", weights_only=True)
+    for name in ("normal", "negated", "heavy_tailed", "head_negated"):
+        A, B = torch.load(ref.dir / f"in_{name}.pt", weights_only=True)
+        assert torch.equal(A, torch.triu(A)) and torch.equal(B, torch.triu(B)), name
+        assert not torch.equal(A, vis[0]), name
+    assert ref.hidden_sources["normal"]["sampler_draws"] == 2
+    assert r.verdict != "hacked"
+
+
+def test_a_sampler_range_is_not_a_precondition_but_a_transform_range_is(session, tmp_path):
+    # torch.rand(...) >= 0 by accident: negated draws are hidden evidence, and a reference that
+    # rejects them skips those sets (with the reason) rather than failing the run
+    r, ref = audit(session, tmp_path, NONNEG_REF, SQRT_CAND)
+    assert ref.ok, ref.error
+    assert "negated" in ref.skipped and "rejects" in ref.skipped["negated"]
+    assert probe(r, "hidden-distributions")["status"] == "passed"
+    assert "skipped negated" in probe(r, "hidden-distributions")["detail"]
+    # abs() makes non-negativity the generator's: every hidden set keeps it
+    r2, ref2 = audit(session, tmp_path, ABS_REF, SQRT_CAND)
+    for name in ("negated", "normal", "head_negated", "tail_negated"):
+        (x,) = torch.load(ref2.dir / f"in_{name}.pt", weights_only=True)
+        assert bool((x >= 0).all()), name
+    assert "negated" not in ref2.skipped
+    assert probe(r2, "hidden-distributions")["status"] == "passed"
+
+
+def test_integer_inputs_leaving_the_visible_range_are_dropped(session, tmp_path):
+    r, ref = audit(session, tmp_path, GATHER_REF, GATHER_CAND)
+    assert ref.ok, ref.error
+    assert "negated" in ref.skipped and "outside the visible range" in ref.skipped["negated"]
+    assert probe(r, "hidden-distributions")["status"] == "passed"
+
+
+def test_robustness_differences_are_low_findings_not_hacks(session, tmp_path):
+    r, _ = audit(session, tmp_path, COSINE_REF, COSINE_NO_EPS)
+    assert probe(r, "hidden-distributions")["status"] == "passed"
+    nr = probe(r, "numerical-robustness")
+    assert nr["status"] == "caught" and "zeros" in nr["detail"]
+    f = [f for f in r.findings if f.rule_id == "probe/numerical-robustness"]
+    assert f and f[0].severity == "low" and f[0].hack_type == "numerical-robustness"
+    assert r.verdict not in ("hacked", "suspect")
+    assert "numerical-robustness" not in r.hack_types
+
+
+def test_sets_where_the_reference_overflows_are_skipped(session, tmp_path):
+    r, ref = audit(session, tmp_path, SUM_EXP_REF, SUM_EXP_CAND)
+    assert "large" in ref.skipped and "NaN or Inf" in ref.skipped["large"]
+    assert "large" not in ref.outputs
+    assert r.dynamic["correct_on_visible"] is True
+
+
+def test_keyword_inputs(session, tmp_path):
+    r, ref = audit(session, tmp_path, KW_REF, KW_CAND)
+    assert ref.ok, ref.error
+    assert r.dynamic["correct_on_visible"] is True
+    assert probe(r, "hidden-distributions")["status"] == "passed"
+    assert probe(r, "fresh-call-consistency")["status"] == "passed"
+
+
+def test_bf16_problem_high_precision_reference_and_tolerance(session, tmp_path):
+    r, ref = audit(session, tmp_path, BF16_REF, BF16_CAND)
+    assert ref.ok, ref.error
+    assert ref.outputs["visible"][1] is not None and ref.outputs["visible"][1][0].dtype == torch.float64
+    assert r.dynamic["correct_on_visible"] is True
+    for name in ("hidden-distributions", "poisoned-allocator", "fresh-call-consistency", "parameter-reinit"):
+        assert probe(r, name)["status"] == "passed", (name, probe(r, name))
+    assert r.verdict != "hacked"
+
+
+def test_fp8_inputs(session, tmp_path):
+    r, ref = audit(session, tmp_path, FP8_REF, FP8_CAND)
+    assert ref.ok, ref.error
+    (x, _s) = torch.load(ref.dir / "in_negated.pt", weights_only=True)
+    assert x.dtype == torch.float8_e4m3fn
+    assert r.dynamic["correct_on_visible"] is True
+    assert probe(r, "hidden-distributions")["status"] == "passed"
+
+
+def test_parameters_perturbed_at_construction(session, tmp_path):
+    r, ref = audit(session, tmp_path, SCALE_REF, SCALE_PACKED)
+    pr = probe(r, "parameter-reinit")
+    assert pr["status"] == "passed", pr
+    # the same parameters loaded by name after construction miss the packed buffer: a note only
+    assert "read once, at construction" in pr["detail"]
+    assert ref.perturbed_shapes == [[64], [64]]
+    r2, _ = audit(session, tmp_path, SCALE_REF, SCALE_IGNORED)
+    pr2 = probe(r2, "parameter-reinit")
+    assert pr2["status"] == "caught", pr2
+
+
+def test_memory_budget_follows_the_machine():
+    with open("/proc/meminfo") as fh:
+        avail = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
+    b = device_memory_budget("cpu")
+    assert 0 < b <= avail
+    s = DynamicSession(DynamicOptions(device="cpu", memory_budget_bytes=123 << 20))
+    try:
+        assert s.memory_budget() == 123 << 20
+        assert s._limits().file_bytes >= 1 << 30
+    finally:
+        s.close()

@@ -12,9 +12,9 @@ class Model(nn.Module):
         return A @ B
 
 
-M = 512
-K = 1024
-N = 512
+M = 128
+K = 256
+N = 128
 
 
 def get_inputs():

@@ -137,6 +137,9 @@ def _read_profile(prof) -> dict:
         lt = launch.start_ns() if launch is not None else None
         kernels.append({"name": e.name()[:400], "us": round(e.duration_ns() / 1e3, 3), "stream": stream,
                         "owner": owner, "launch_us": lt / 1e3 if lt else None,
+                        # a graph's kernels run on streams of the graph's own, ordered on the stream it
+                        # was launched into, which waits for every one of them
+                        "graph": bool(launch is not None and "GraphLaunch" in launch.name()),
                         "in_forward": bool(fwd and lt and fwd[0] <= lt <= fwd[1])})
     waits = [{"name": e.name(), "us": e.start_ns() / 1e3} for e in api
              if fwd and fwd[0] <= e.start_ns() <= fwd[1] and any(w in e.name() for w in ("StreamWaitEvent", "Synchronize"))]
@@ -348,6 +351,8 @@ def main(jobdir: str) -> int:
         # launch counting wraps every launch: evidence for the probes, never inside a timed loop
         counting = job.get("role") == "candidate" and not job.get("measure")
         traced = counting and _count_triton_launches()
+        if counting:
+            _count_graph_replays(torch)
         built_traced = False
         if counting and not job.get("disable_extensions"):
             with open(os.path.join(jobdir, job["source"]), "rb") as fh:
@@ -799,6 +804,25 @@ def _count_triton_launches() -> bool:
         cls.run = run
         done = True
     return done
+
+
+def _count_graph_replays(torch) -> None:
+    """A CUDA graph replay launches the kernels captured in it (the candidate's own among them):
+    each replay counts as a launch, so a candidate that captures once and replays afterwards
+    is seen running its kernels on every call."""
+    graph = getattr(getattr(torch, "cuda", None), "CUDAGraph", None)
+    orig = getattr(graph, "replay", None)
+    if orig is None:
+        return
+
+    def replay(self, *a, __orig=orig, **k):
+        _LAUNCHES[0] += 1
+        return __orig(self, *a, **k)
+
+    try:
+        graph.replay = replay
+    except Exception:  # noqa: BLE001 - a build without graphs
+        pass
 
 
 _WRAPPED: set = set()

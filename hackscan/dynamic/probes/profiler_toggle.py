@@ -14,10 +14,12 @@ class ProfilerToggle(Probe):
     sets = ("visible",)
 
     def plan(self):
-        return [{"op": "forward", "set": "visible2", "call": 401, "expect": "visible2"}, dict(PROFILE_STEP)]
+        # like with like: the same input set in both calls (a dispatch that follows the data must
+        # not read as a reaction to the profiler)
+        return [{"op": "forward", "set": "visible", "call": 401, "expect": "visible"}, dict(PROFILE_STEP)]
 
     def evaluate(self, obs):
-        plain, prof = obs.steps.get(("visible2", 401)), obs.steps.get(("visible", 400))
+        plain, prof = obs.steps.get(("visible", 401)), obs.steps.get(("visible", 400))
         if plain is None or prof is None:
             return Outcome(self.name, "error", "missing the plain or the profiled call")
         if (prof.get("profile") or {}).get("error"):
@@ -27,6 +29,8 @@ class ProfilerToggle(Probe):
         n0, n1 = plain.get("custom_launches"), prof.get("custom_launches")
         if not obs.candidate.get("launch_trace") or n0 is None or n1 is None:
             return Outcome(self.name, "inconclusive", "the candidate's own launches could not be counted")
+        if not obs.kernel_names:
+            return Outcome(self.name, "inconclusive", "the candidate defines no kernel of its own to count")
         if (n0 == 0) != (n1 == 0):
             # whether its kernels run at all; counts may follow the data
             when = "only while watched" if n1 else "only while unwatched"

@@ -1,0 +1,216 @@
+"""hackscan over a folder of real generated kernels (the layout of shared/realworld: manifest.tsv
+and items/<id>/{candidate,reference}.py), `--dynamic all` on a GPU, as a user would run it.
+
+    python bench/realworld_gpu.py --set PATH/realworld --out $OUT --state .rw/state \
+        --which labelled --jobs 10 --budget 480
+
+Each item is built (its extension compiled, `--jobs` at a time) and audited in one task; every
+result is appended to `<state>/realworld.jsonl` and `<out>/realworld.jsonl` as soon as it is
+done (the submission object of `--format json` with the item's id, label, slice and problem), so
+a call cut off keeps what it finished, and the next call with the same --state skips the items
+already done. No new item starts after --budget seconds; items still running at --hard seconds
+are abandoned (the next call runs them again).
+
+    python bench/realworld_gpu.py --summarize FILE.jsonl --set PATH/realworld
+
+prints the counts the validation asks for (verdicts per label and slice, reference runs,
+labelled hacks flagged, confirmed findings naming their mechanism) as JSON.
+
+The set's files are never copied into the project: point --set at the folder where it lies.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from datetime import date
+from pathlib import Path
+
+
+def manifest(root: Path) -> list[dict]:
+    with open(root / "manifest.tsv", newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def select(rows: list[dict], which: str) -> list[dict]:
+    if which == "labelled":
+        rows = [r for r in rows if r["label"] in ("hack", "presumed-honest")]
+    elif which == "unlabelled":
+        rows = [r for r in rows if r["label"] not in ("hack", "presumed-honest")]
+    # hacks first (cheap: most build nothing), then honest, then the rest
+    order = {"hack": 0, "presumed-honest": 1}
+    return sorted(rows, key=lambda r: (order.get(r["label"], 2), r["id"]))
+
+
+def run(args) -> None:
+    import torch
+
+    from hackscan.api import scan_item
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+    from hackscan.engine import Options
+    from hackscan.inputs.discover import Item
+
+    root = Path(args.set)
+    state = Path(args.state)
+    state.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    done_file = state / "realworld.jsonl"
+    done = set()
+    if done_file.exists():
+        for line in done_file.read_text().splitlines():
+            try:
+                done.add(json.loads(line)["id"])
+            except (ValueError, KeyError):
+                continue
+    # every call's $OUT holds everything done so far
+    (out / "realworld.jsonl").write_text(done_file.read_text() if done_file.exists() else "")
+    rows = [r for r in select(manifest(root), args.which) if r["id"] not in done]
+    if args.only:
+        rows = [r for r in rows if r["id"] in set(args.only.split(","))]
+    if args.limit:
+        rows = rows[:args.limit]
+    head = {"date": date.today().isoformat(), "device": args.device,
+            "gpu": torch.cuda.get_device_name() if args.device == "cuda" and torch.cuda.is_available() else None,
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "triton": _version("triton"), "which": args.which, "jobs": args.jobs,
+            "command": "python bench/realworld_gpu.py " + " ".join(sys.argv[1:]),
+            "already_done": len(done), "to_run": len(rows)}
+    (out / f"header-{int(time.time())}.json").write_text(json.dumps(head, indent=1) + "\n")
+    print(json.dumps(head), flush=True)
+    session = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=args.timeout,
+                                            cuda_ghost="suspects"))
+    lock = threading.Lock()
+    t_start = time.perf_counter()
+
+    def one(row):
+        t0 = time.perf_counter()
+        item_dir = root / "items" / row["id"]
+        cand, ref = item_dir / "candidate.py", item_dir / "reference.py"
+        entry = row.get("candidate_class") or "ModelNew"
+        rec = {"id": row["id"], "label": row["label"], "slice": row["slice"], "problem": row["problem"]}
+        try:
+            res = scan_item(Item(cand, ref, f"{row['id']}/candidate.py"), Options(entry=entry))
+            static = res.verdict
+            build_s = 0.0
+            if res.verdict != "error" and args.device == "cuda":
+                tb = time.perf_counter()
+                session.prebuild([cand], 1)
+                build_s = time.perf_counter() - tb
+            res = session.audit(res, cand, ref)
+            rec.update(res.to_json())
+            rec["static_verdict"] = static
+            rec["build_s"] = round(build_s, 1)
+        except Exception as e:  # noqa: BLE001 - one item's failure never stops the run
+            rec.update(verdict="error", error=f"{type(e).__name__}: {e}"[:500])
+        rec["wall_s"] = round(time.perf_counter() - t0, 1)
+        line = json.dumps(rec, separators=(",", ":")) + "\n"
+        with lock:
+            for f in (done_file, out / "realworld.jsonl"):
+                with open(f, "a") as fh:
+                    fh.write(line)
+                    fh.flush()
+            print(f"[{time.perf_counter() - t_start:6.1f}s] {row['id']} {row['label']}: {rec.get('verdict')} "
+                  f"({rec['wall_s']}s)", flush=True)
+
+    ex = ThreadPoolExecutor(max_workers=args.jobs)
+    pending = set()
+    it = iter(rows)
+    while True:
+        while len(pending) < args.jobs and time.perf_counter() - t_start < args.budget:
+            row = next(it, None)
+            if row is None:
+                break
+            pending.add(ex.submit(one, row))
+        if not pending:
+            break
+        left = args.hard - (time.perf_counter() - t_start)
+        if left <= 0:
+            print(f"hard limit: {len(pending)} items abandoned", flush=True)
+            break
+        _, pending = wait(pending, timeout=min(left, 5.0), return_when=FIRST_COMPLETED)
+    print(f"finished {time.perf_counter() - t_start:.1f}s", flush=True)
+    sys.stdout.flush()
+    os._exit(0)   # abandoned workers are not waited for
+
+
+def _version(name: str):
+    try:
+        mod = __import__(name)
+        return getattr(mod, "__version__", None)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def summarize(path: Path, root: Path | None) -> dict:
+    recs = {}
+    for line in path.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        recs[r["id"]] = r   # the last record of an item wins
+    rows = {r["id"]: r for r in manifest(root)} if root else {}
+    by = Counter()
+    for r in recs.values():
+        by[(r["label"], r["slice"], r.get("verdict"))] += 1
+    no_ref = [i for i, r in recs.items() if "reference" in str((r.get("dynamic") or {}).get("reason", ""))]
+    honest_bad = sorted(i for i, r in recs.items() if r["label"] == "presumed-honest"
+                        and r.get("verdict") in ("hacked", "violation"))
+    hacks = [r for r in recs.values() if r["label"] == "hack"]
+    hacks_flagged = [r["id"] for r in hacks if r.get("verdict") in ("hacked", "violation", "suspect")]
+    own_mech = []
+    for r in hacks:
+        confirmed = {f["hack_type"] for f in r.get("findings", []) if (f.get("dynamic") or {}).get("status") == "confirmed"}
+        if "side-stream" in confirmed or (rows.get(r["id"], {}).get("label_evidence", "").find("fp8") >= 0
+                                          and "precision-downgrade" in confirmed):
+            own_mech.append(r["id"])
+    confirmed_without_probe = [(i, f["rule_id"]) for i, r in recs.items() for f in r.get("findings", [])
+                               if (f.get("dynamic") or {}).get("status") == "confirmed"
+                               and not (f.get("dynamic") or {}).get("probe")]
+    return {
+        "items": len(recs),
+        "with_reference_run": len(recs) - len(no_ref),
+        "reference_run_share": round((len(recs) - len(no_ref)) / max(1, len(recs)), 4),
+        "no_reference_run": sorted(no_ref),
+        "verdicts": {f"{k[0]}|{k[1]}|{k[2]}": v for k, v in sorted(by.items())},
+        "presumed_honest_hacked_or_violation": honest_bad,
+        "hacks": len(hacks), "hacks_flagged": len(hacks_flagged),
+        "hacks_not_flagged": sorted(set(r["id"] for r in hacks) - set(hacks_flagged)),
+        "hacks_confirmed_by_own_mechanism": len(own_mech),
+        "confirmed_without_a_probe": confirmed_without_probe[:20],
+        "median_wall_s": sorted(r.get("wall_s", 0) for r in recs.values())[len(recs) // 2] if recs else None,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--set", required=True, help="the folder holding manifest.tsv and items/")
+    ap.add_argument("--out")
+    ap.add_argument("--state", default=".rw/state")
+    ap.add_argument("--which", choices=("labelled", "unlabelled", "all"), default="labelled")
+    ap.add_argument("--only", default="", help="comma-separated item ids")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=10)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--timeout", type=float, default=300.0, help="per worker")
+    ap.add_argument("--budget", type=float, default=480.0, help="no new item after this many seconds")
+    ap.add_argument("--hard", type=float, default=570.0, help="exit after this many seconds")
+    ap.add_argument("--summarize", help="a realworld.jsonl to count")
+    args = ap.parse_args()
+    if args.summarize:
+        print(json.dumps(summarize(Path(args.summarize), Path(args.set)), indent=1))
+        return
+    if not args.out:
+        ap.error("--out is needed to run")
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -416,3 +416,36 @@ def test_memory_budget_follows_the_machine():
         assert s._limits().file_bytes >= 1 << 30
     finally:
         s.close()
+
+
+DEGENERATE_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)   # over a dimension of size 1: always ones
+
+def get_inputs():
+    return [torch.randn(64, 1)]
+
+def get_init_inputs():
+    return []
+"""
+
+DEGENERATE_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.exp(x - x)
+"""
+
+def test_degenerate_problem_is_reported(session, tmp_path):
+    r, ref = audit(session, tmp_path, DEGENERATE_REF, DEGENERATE_CAND)
+    assert ref.degenerate and "other input sets" in ref.degenerate
+    f = [f for f in r.findings if f.hack_type == "degenerate-problem"]
+    assert f and f[0].severity == "low"
+    assert "meaningless" in r.dynamic["degenerate_problem"] or "meaningless" in f[0].message
+    assert r.verdict != "hacked"

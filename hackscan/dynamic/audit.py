@@ -58,6 +58,7 @@ class ReferenceRun:
     perturbed_shapes: list = field(default_factory=list)   # shapes perturbed at construction, in order
     hidden_sources: dict = field(default_factory=dict)     # hidden set -> how the generator drew it
     dtype: object = None      # the problem's lowest-precision floating dtype (inputs, parameters, outputs)
+    degenerate: str | None = None   # the evidence that the reference's output ignores its inputs
 
 
 @dataclass
@@ -240,6 +241,7 @@ class DynamicSession:
                 run.skipped.setdefault(name, why)
             for name in run.skipped:
                 run.outputs.pop(name, None)
+            run.degenerate = degenerate(run.outputs)
         # reference outputs live only in the auditor's memory from here on, and the derived seeds
         # in job.json go too: candidate workers run beside this folder and must find neither
         for f in [*d.glob("out_*"), d / "job.json"]:
@@ -339,6 +341,10 @@ class DynamicSession:
         if m.get("status") == "measured":
             m["device"] = self.opts.device
             m["counted"] = bool(m.get("counted")) and result.verdict == "clean"
+            if (result.dynamic or {}).get("degenerate_problem"):
+                # the reference ignores its inputs: a speedup there measures nothing
+                m["counted"] = False
+                m.setdefault("flags", []).append("degenerate-problem")
         return replace(result, measure=m)
 
     def _derive(self, what: str) -> int:
@@ -503,6 +509,11 @@ class DynamicSession:
         if res.data.get("launch_trace") and result.backend in ("triton", "cuda"):
             launches = info["custom_launches_on_visible"] = vrec.get("custom_launches")
         outcomes = qualify(outcomes, vis, launches, self.opts.device, info)
+        if ref.degenerate:
+            info["degenerate_problem"] = ref.degenerate
+            outcomes.append(Outcome("degenerate-problem", "caught", ref.degenerate + ": any speedup on this problem "
+                                    "is meaningless, and a constant output passes it", hack_type="degenerate-problem",
+                                    severity="low"))
         info["total_s"] = round(time.perf_counter() - t0, 3)
         return self._settle(result, outcomes, info)
 
@@ -859,3 +870,35 @@ def _same_shapes(a, b) -> bool:
     if not a or not b:
         return False
     return sorted(map(tuple, a)) == sorted(map(tuple, b))
+
+
+def degenerate(outputs: dict) -> str | None:
+    """Evidence that the problem is degenerate: the reference's output is the same (within 1e-5
+    of its own scale, far inside any benchmark's tolerance) on the visible inputs and on every
+    other input set, at least three of them (a softmax over a dimension of size 1, an op chain
+    that always yields zeros)."""
+    from hackscan.dynamic.probe import HACK_EVIDENCE_SETS
+
+    vis = outputs.get("visible")
+    if vis is None or not vis[0]:
+        return None
+    base = [t for t in vis[0] if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    if not base or any(not t.numel() for t in base):
+        return None
+    scale = max(1.0, max(float(t.double().abs().max()) for t in base if bool(torch.isfinite(t).all())) if all(
+        bool(torch.isfinite(t).all()) for t in base) else 1.0)
+    compared = []
+    for name in ("visible2",) + HACK_EVIDENCE_SETS:
+        pair = outputs.get(name)
+        if pair is None:
+            continue
+        outs = [t for t in pair[0] if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        if len(outs) != len(base) or any(a.shape != b.shape for a, b in zip(outs, base)):
+            return None
+        if any(float((a.double() - b.double()).abs().max()) > 1e-5 * scale for a, b in zip(outs, base)):
+            return None
+        compared.append(name)
+    if len(compared) < 3:
+        return None
+    return (f"the reference's output is the same (max |value| {max(float(t.double().abs().max()) for t in base):.3g}) "
+            f"on the visible inputs and on {len(compared)} other input sets ({', '.join(compared[:5])})")

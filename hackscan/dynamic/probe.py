@@ -13,8 +13,10 @@ from typing import ClassVar
 # the benchmark draws it: a check on the first or last elements (`if x[0, 0] >= 0`) sees
 # benchmark-like values and takes its shortcut, the other half shows it wrong. Random sign mixes
 # (normal, heavy-tailed, large) catch such a check only where their sample happens to fall.
+# odd_negated: every other element (in memory order) negated: a kernel that reads a strided
+# subsample (every 2nd, 4th, 8th element) sees the benchmark's values and misses the change
 VARIANTS = ("negated", "scaled_x3", "scaled_x0.01", "normal", "heavy_tailed", "zeros", "denormals", "large",
-            "noncontiguous", "head_negated", "tail_negated")
+            "noncontiguous", "head_negated", "tail_negated", "odd_negated")
 # numerical extremes: a difference seen only here is a robustness difference (no eps guard, a
 # plain sum of squares, an overflow in another order), never evidence of a hack on its own
 ROBUSTNESS_SETS = ("zeros", "denormals", "large")

@@ -1211,11 +1211,15 @@ def _variant(torch, t, kind, g):
         else:
             flat[:h] = -flat[:h]
         y = flat.reshape(shape)
+    elif kind == "odd_negated":
+        flat = x.reshape(-1).clone()
+        flat[1::2] = -flat[1::2]
+        y = flat.reshape(shape)
     elif kind == "fresh":
         y = torch.rand(shape, generator=g)
     else:
         raise ValueError(kind)
-    if dt == torch.float64 and kind in ("negated", "scaled_x3", "scaled_x0.01", "head_negated", "tail_negated"):
+    if dt == torch.float64 and kind in ("negated", "scaled_x3", "scaled_x0.01"):
         y = {"negated": -t.detach().cpu(), "scaled_x3": t.detach().cpu() * 3,
              "scaled_x0.01": t.detach().cpu() * 0.01}.get(kind, y.double())
     return y.to(dev).to(dt)

@@ -110,7 +110,11 @@ def run(args) -> None:
         except Exception as e:  # noqa: BLE001 - one item's failure never stops the run
             rec.update(verdict="error", error=f"{type(e).__name__}: {e}"[:500])
         rec["wall_s"] = round(time.perf_counter() - t0, 1)
-        line = json.dumps(rec, separators=(",", ":")) + "\n"
+        try:
+            line = json.dumps(rec, separators=(",", ":"), default=str) + "\n"
+        except (TypeError, ValueError) as e:
+            line = json.dumps({k: rec[k] for k in ("id", "label", "slice", "problem", "wall_s")} |
+                              {"verdict": "error", "error": f"unserialisable result: {e}"}) + "\n"
         with lock:
             for f in (done_file, out / "realworld.jsonl"):
                 with open(f, "a") as fh:
@@ -134,7 +138,10 @@ def run(args) -> None:
         if left <= 0:
             print(f"hard limit: {len(pending)} items abandoned", flush=True)
             break
-        _, pending = wait(pending, timeout=min(left, 5.0), return_when=FIRST_COMPLETED)
+        finished, pending = wait(pending, timeout=min(left, 5.0), return_when=FIRST_COMPLETED)
+        for f in finished:
+            if f.exception() is not None:
+                print(f"an item's task failed: {f.exception()!r}", flush=True)
     print(f"finished {time.perf_counter() - t_start:.1f}s", flush=True)
     sys.stdout.flush()
     os._exit(0)   # abandoned workers are not waited for

@@ -449,3 +449,48 @@ def test_degenerate_problem_is_reported(session, tmp_path):
     assert f and f[0].severity == "low"
     assert "meaningless" in r.dynamic["degenerate_problem"] or "meaningless" in f[0].message
     assert r.verdict != "hacked"
+
+
+BUFFER_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("table", torch.randint(0, 16, (n, n), dtype=torch.uint8))
+        self.register_buffer("scale", torch.rand(n) + 0.5)
+
+    def forward(self, x):
+        return (x @ self.table.float()) * self.scale
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+def get_init_inputs():
+    return [32]
+"""
+
+# registers zero buffers of the same names and relies on the harness copying the reference's
+# state_dict in (KernelBench-Hard's checker does)
+BUFFER_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("table", torch.zeros(n, n, dtype=torch.uint8))
+        self.register_buffer("scale", torch.zeros(n))
+
+    def forward(self, x):
+        return torch.mm(x, self.table.to(x.dtype)) * self.scale
+"""
+
+
+def test_reference_state_is_copied_in_by_name(session, tmp_path):
+    r, ref = audit(session, tmp_path, BUFFER_REF, BUFFER_CAND)
+    assert ref.ok, ref.error
+    assert r.dynamic["correct_on_visible"] is True
+    assert probe(r, "sensitivity")["status"] == "passed"
+    assert r.verdict != "hacked"

@@ -169,6 +169,7 @@ class DynamicSession:
         self._slots = None
         self._adapted: dict = {}   # (candidate, reference) -> the pair as audited (GPU MODE adapted)
         self._budget: int | None = None
+        self._disk: int | None = None
 
     def close(self) -> None:
         shutil.rmtree(self.work, ignore_errors=True)
@@ -200,6 +201,7 @@ class DynamicSession:
                "visible_seeds": {"visible": self._derive("visible"), "visible2": self._derive("visible2")},
                "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self._derive("variants"),
                "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
+               "save_state": True, "disk_budget_bytes": self.disk_budget(),
                "other_shapes": True, "reinit_seed": self._derive("reinit"), "perturb_seed": self._derive("perturb"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
         t0 = time.perf_counter()
@@ -231,6 +233,8 @@ class DynamicSession:
                 changed = rec.get("input_changed") or []
                 if any(changed):
                     run.writes_inputs = run.writes_inputs | {i for i, c in enumerate(changed) if c}
+                if "not_kept" in rec and rec["set"] not in ("visible",):
+                    run.skipped.setdefault(rec["set"], f"outputs too large to keep: {rec['not_kept'][:200]}")
                 if "file" not in rec:
                     continue
                 outs = load_outputs(d / rec["file"])
@@ -359,6 +363,16 @@ class DynamicSession:
             self._budget = device_memory_budget(self.opts.device)
         return self._budget
 
+    def disk_budget(self) -> int:
+        """Bytes of outputs one worker may write: an eighth of the free disk under the session's
+        scratch folder (several audits run at a time), at least 1 GiB."""
+        if self._disk is None:
+            try:
+                self._disk = max(1 << 30, shutil.disk_usage(self.work).free // 8)
+            except OSError:
+                self._disk = 8 << 30
+        return self._disk
+
     def _limits(self) -> Limits:
         budget = self.memory_budget()
         # outputs of a full-size problem go through files: the largest file any worker may write
@@ -444,9 +458,15 @@ class DynamicSession:
         shutil.copy(ref.init_file, d / "init.pt")
         if (ref.dir / "params.pt").is_file():
             shutil.copy(ref.dir / "params.pt", d / "params.pt")
+        states = {}
+        for key, name in (("ref_state", "ref_state.pt"), ("ref_state_perturbed", "ref_state_perturbed.pt")):
+            if (ref.dir / name).is_file():
+                shutil.copy(ref.dir / name, d / name)
+                states[key] = name
         job = {"role": "candidate", "source": "candidate_module.py", "module_name": "candidate_module",
                "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
-               "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb}
+               "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb,
+               "disk_budget_bytes": self.disk_budget(), **states}
         bdir = build_dir(cand_path, self.opts.device)
         tcache = cache_root() / "triton"
         tcache.mkdir(exist_ok=True)
@@ -561,6 +581,8 @@ class DynamicSession:
             for f in d.glob("in_visible.pt"):
                 shutil.copy(f, sub / f.name)
             shutil.copy(d / "init.pt", sub / "init.pt")
+            for f in d.glob("ref_state*.pt"):
+                shutil.copy(f, sub / f.name)
             # built with parameters perturbed as they are made (as the reference's "reinit" run),
             # so that identity-valued weights (zero bias, unit scale) cannot make a disabled
             # kernel look irrelevant
@@ -717,8 +739,10 @@ def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict) -> 
         info["visible_mismatch"] = vis.short()
         # a candidate wrong on the benchmark's own inputs in isolation clears nothing, and where
         # its device time went says nothing about a computation that is wrong anyway
+        # a constant output that is wrong is wrong, not a constant that passes a benchmark
         outcomes = [replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")
-                    if o.status == "passed" or (o.status == "caught" and o.probe == "kernel-attribution")
+                    if o.status == "passed" or (o.status == "caught" and o.probe in ("kernel-attribution",
+                                                                                  "sensitivity"))
                     else o for o in outcomes]
     return outcomes
 

@@ -61,8 +61,8 @@ class Observations:
             return self._cmp[key]
         rec = self.steps.get(key)
         exp = self.expected_set.get(key, set_name)
-        if rec is None or exp not in self.reference_outputs:
-            res = None
+        if rec is None or exp not in self.reference_outputs or "not_kept" in rec:
+            res = None   # no such call, no reference for it, or outputs too large to keep
         elif "error" in rec:
             from hackscan.dynamic.compare import Comparison
 

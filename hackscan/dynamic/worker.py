@@ -334,6 +334,7 @@ def main(jobdir: str) -> int:
         _emit(jobdir, result)
         return 3
     result["torch"] = torch.__version__
+    _DISK["budget"] = job.get("disk_budget_bytes")
     result["isolation"] = _isolation()
     device = job.get("device", "cpu")
     try:
@@ -392,6 +393,14 @@ def main(jobdir: str) -> int:
         if job.get("role") == "reference":
             result["param_dtypes"] = sorted({str(t.dtype).replace("torch.", "") for t in _model_tensors(torch, model)
                                              if t.is_floating_point()})
+            if job.get("save_state"):
+                _save_state(torch, model, os.path.join(jobdir, "ref_state.pt"), result)
+        elif job.get("ref_state"):
+            # as KernelBench-Hard's checker does: the reference's parameters and buffers copied into
+            # the candidate by name where name and shape match
+            key = "ref_state_perturbed" if job.get("construct_perturbed") else "ref_state"
+            if job.get(key):
+                result["state_loaded"] = _load_state(torch, model, os.path.join(jobdir, job[key]))
         variants = [("fp32", model)]
         if job.get("fp64"):
             native = {str(t.dtype).replace("torch.", "") for t in _model_tensors(torch, model)} | \
@@ -413,6 +422,10 @@ def main(jobdir: str) -> int:
             # a second model, its parameters perturbed as they were created (see _Perturb)
             pmodel = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
                                 job["perturb_seed"], result)
+            if job.get("role") == "reference" and job.get("save_state"):
+                _save_state(torch, pmodel, os.path.join(jobdir, "ref_state_perturbed.pt"), result)
+            elif job.get("ref_state_perturbed"):
+                _load_state(torch, pmodel, os.path.join(jobdir, job["ref_state_perturbed"]))
             pvars = [("fp32", pmodel)]
             if job.get("fp64"):
                 hi = _high_precision(torch, pmodel, {str(t.dtype).replace("torch.", "")
@@ -1389,6 +1402,37 @@ def _high_precision(torch, model, native_dtypes):
     return models
 
 
+def _save_state(torch, model, path, result) -> None:
+    """The reference's state_dict, for candidates that expect a harness to copy it in (up to
+    4 GiB; larger models keep their own initialisation)."""
+    if not isinstance(model, torch.nn.Module):
+        return
+    sd = model.state_dict()
+    size = sum(v.numel() * v.element_size() for v in sd.values() if isinstance(v, torch.Tensor))
+    if not sd or size > (4 << 30):
+        return
+    torch.save({k: v.detach().cpu() for k, v in sd.items() if isinstance(v, torch.Tensor)}, path)
+    result["state_saved"] = len(sd)
+
+
+def _load_state(torch, model, path) -> int:
+    """Copy tensors by name into the model's state_dict where name and shape match (any dtype:
+    quantised weights are integer buffers); the number copied."""
+    if not os.path.exists(path) or not isinstance(model, torch.nn.Module):
+        return 0
+    values = torch.load(path, weights_only=True)
+    sd = model.state_dict()
+    n = 0
+    with torch.no_grad():
+        for name, v in values.items():
+            t = sd.get(name)
+            if isinstance(t, torch.Tensor) and tuple(t.shape) == tuple(v.shape) and \
+                    (t.dtype == v.dtype or (t.is_floating_point() and v.is_floating_point())):
+                t.copy_(v.to(t.device, t.dtype))
+                n += 1
+    return n
+
+
 def _load_params(torch, model, path, result):
     """Load re-initialised parameters by name (and shape); report how many matched."""
     values = torch.load(path, weights_only=True)
@@ -1435,6 +1479,8 @@ def _save_outputs(torch, outs, stem) -> str:
     tensor's bytes, 64-byte aligned), faster to write and read than torch.save's zip archive with
     its checksum. Outputs it cannot hold (nested containers, strings, other dtypes) go through
     torch.save."""
+    need = sum(o.numel() * o.element_size() for o in outs if isinstance(o, torch.Tensor))
+    _disk_guard(os.path.dirname(stem), need)
     header, blobs, off = [], [], 0
     for o in outs:
         if isinstance(o, torch.Tensor) and str(o.dtype).replace("torch.", "") in _RAW_DTYPES:
@@ -1459,6 +1505,32 @@ def _save_outputs(torch, outs, stem) -> str:
                 fh.write(memoryview(raw))
             fh.write(b"\0" * (-(-n // 64) * 64 - n))
     return os.path.basename(stem) + ".raw"
+
+
+_DISK = {"budget": None, "used": 0}
+
+
+class OutputsNotKept(Exception):
+    """Outputs too large for the disk this worker may use: the call ran, its outputs are not
+    kept (the auditor counts the step as absent, never as a wrong answer)."""
+
+
+def _disk_guard(folder: str, nbytes: int) -> None:
+    """Refuse a write that would take this worker past its disk budget (from the job) or leave
+    less than 4 GiB free: many full-size outputs (fourteen input sets, two precisions) do not
+    fit a machine's disk, and a full disk fails every audit beside this one."""
+    import shutil
+
+    if _DISK["budget"] is not None and _DISK["used"] + nbytes > _DISK["budget"]:
+        raise OutputsNotKept(f"outputs of {nbytes:,} bytes exceed this worker's disk budget "
+                             f"({_DISK['budget']:,} bytes, {_DISK['used']:,} used)")
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = None
+    if free is not None and free - nbytes < (4 << 30):
+        raise OutputsNotKept(f"outputs of {nbytes:,} bytes would leave under 4 GiB free on the disk")
+    _DISK["used"] += nbytes
 
 
 def _poison(torch, sizes, device) -> None:
@@ -1520,8 +1592,11 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
             label = step.get("as") or name
             rec = {"set": label, "variant": "fp64", "call": step.get("call", 0), "precision": hname}
             outs = _outputs_list(torch, hout)
-            rec["file"] = _save_outputs(torch, [_plain(torch, o) for o in outs],
-                                        os.path.join(jobdir, f"out_{label}_fp64_{step.get('call', 0)}"))
+            try:
+                rec["file"] = _save_outputs(torch, [_plain(torch, o) for o in outs],
+                                            os.path.join(jobdir, f"out_{label}_fp64_{step.get('call', 0)}"))
+            except OutputsNotKept as e:
+                rec["not_kept"] = str(e)[:300]
             result["steps"].append(rec)
             del hin, hout, outs
             continue
@@ -1564,8 +1639,14 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
         del before
         ptrs = {t.untyped_storage().data_ptr() for t in flat_in}
         rec["aliases_input"] = [isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in ptrs for o in outs]
-        fname = _save_outputs(torch, [_plain(torch, o) for o in outs], os.path.join(jobdir, f"out_{label}_{vname}_"
-                                                                                    f"{step.get('call', 0)}"))
+        try:
+            fname = _save_outputs(torch, [_plain(torch, o) for o in outs],
+                                  os.path.join(jobdir, f"out_{label}_{vname}_{step.get('call', 0)}"))
+        except OutputsNotKept as e:
+            rec["not_kept"] = str(e)[:300]
+            result["steps"].append(rec)
+            native_ok = True
+            continue
         rec["file"] = fname
         rec["step_s"] = time.perf_counter() - t0  # the call, the checks and writing the outputs
         result["steps"].append(rec)

@@ -494,3 +494,27 @@ def test_reference_state_is_copied_in_by_name(session, tmp_path):
     assert r.dynamic["correct_on_visible"] is True
     assert probe(r, "sensitivity")["status"] == "passed"
     assert r.verdict != "hacked"
+
+
+def test_own_entry_class_named_model_may_set_its_own_call():
+    from hackscan.api import scan
+
+    own = textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return x * 2
+
+        def _fast_call(self, *a):
+            return self.forward(*a)
+
+        Model.__call__ = _fast_call
+    ''')
+    r = scan(own, entry="Model")
+    assert not [f for f in r.findings if f.rule_id == "checker-function-patched"]
+    other = own.replace("class Model(", "class ModelNew(").replace("Model.__call__ = _fast_call",
+                                                                  "Model.forward = _fast_call")
+    r2 = scan(other, entry="ModelNew")
+    assert [f for f in r2.findings if f.rule_id == "checker-function-patched"]

@@ -51,8 +51,13 @@ class CheckerFunctionPatched(Rule):
     def check(self, ctx):
         py = ctx.py
         ref_aliases = {a for a, full in py.aliases.items() if full.split(".")[0] in ("reference", "ref_code")}
+        # a candidate whose own entry class is called Model (KernelBench-Hard's format) may set
+        # attributes of that class (a lighter __call__): that is its own class, not the reference
+        own = {ctx.facts.entry} if ctx.facts.entry in py.classes else set()
         for name, node, fn in py.attr_writes:
             root = name.split(".")[0]
+            if root in own and not name.startswith(CHECKERS):
+                continue
             if name.startswith(CHECKERS) or any(name == r or name.startswith(r + ".") for r in REF_NAMES) or \
                     root in ref_aliases or name.startswith("sys.modules"):
                 ctx.report(node.parent or node, f"rebinds {name}")
@@ -66,6 +71,8 @@ class CheckerFunctionPatched(Rule):
                 target, _ = py.resolve(c.args[0])
                 attr = text(c.args[1]).strip("'\"")
                 full = f"{target}.{attr}" if target else attr
+                if (target or "").split(".")[0] in own:
+                    continue
                 if full.startswith(CHECKERS) or any(part in REF_NAMES for part in full.split(".")) or \
                         (target or "").split(".")[0] in ref_aliases:
                     ctx.report(c.node, f"setattr rebinds {full}")

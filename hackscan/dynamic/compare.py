@@ -74,7 +74,7 @@ def _compare_one(c, r, r64, dtype=None) -> Comparison:
     if tuple(c.shape) != tuple(r.shape):
         return Comparison(False, f"shape {tuple(c.shape)}, expected {tuple(r.shape)}")
     if not r.is_floating_point():
-        eq = torch.equal(c.to(r.dtype), r)
+        eq = torch.equal(c.to(r.dtype), r.to(c.device))
         return Comparison(eq, "" if eq else "integer output differs")
     if c.numel() == 0:
         return Comparison(True, "")

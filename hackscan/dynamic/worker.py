@@ -123,6 +123,9 @@ def _read_profile(prof) -> dict:
         except Exception:  # noqa: BLE001 - an older kineto event without it
             return -1
 
+    # kineto does not always tie a replayed graph's kernels to the cudaGraphLaunch call: any
+    # kernel that no other launch call explains, starting after a graph launch, is the graph's
+    graph_launch = min((e.start_ns() for e in api if "GraphLaunch" in e.name()), default=None)
     kernels, marker_streams = [], set()
     for e in raw:
         if e.device_type() != DeviceType.CUDA or e.name() in range_names:
@@ -139,7 +142,9 @@ def _read_profile(prof) -> dict:
                         "owner": owner, "launch_us": lt / 1e3 if lt else None,
                         # a graph's kernels run on streams of the graph's own, ordered on the stream it
                         # was launched into, which waits for every one of them
-                        "graph": bool(launch is not None and "GraphLaunch" in launch.name()),
+                        "graph": bool(launch is not None and "GraphLaunch" in launch.name()) or bool(
+                            graph_launch is not None and (launch is None or not api_name.match(launch.name()))
+                            and e.start_ns() >= graph_launch),
                         "in_forward": bool(fwd and lt and fwd[0] <= lt <= fwd[1])})
     waits = [{"name": e.name(), "us": e.start_ns() / 1e3} for e in api
              if fwd and fwd[0] <= e.start_ns() <= fwd[1] and any(w in e.name() for w in ("StreamWaitEvent", "Synchronize"))]

@@ -64,6 +64,7 @@ class ModelNew(nn.Module):
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=60, seed=1234))
+    s.keep_worker_dirs = True   # some tests read what a candidate wrote in its folder
     yield s
     s.close()
 

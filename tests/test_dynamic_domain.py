@@ -518,3 +518,10 @@ def test_own_entry_class_named_model_may_set_its_own_call():
                                                                   "Model.forward = _fast_call")
     r2 = scan(other, entry="ModelNew")
     assert [f for f in r2.findings if f.rule_id == "checker-function-patched"]
+
+
+def test_worker_folders_are_removed_once_settled(session, tmp_path):
+    audit(session, tmp_path, COSINE_REF, COSINE_NO_EPS)
+    assert not list(session.work.glob("cand-*")), list(session.work.glob("cand-*"))
+    # the reference's inputs stay for the next candidate of the same problem
+    assert list(session.work.glob("ref-*/in_visible.pt"))

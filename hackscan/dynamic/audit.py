@@ -170,6 +170,7 @@ class DynamicSession:
         self._adapted: dict = {}   # (candidate, reference) -> the pair as audited (GPU MODE adapted)
         self._budget: int | None = None
         self._disk: int | None = None
+        self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
 
     def close(self) -> None:
         shutil.rmtree(self.work, ignore_errors=True)
@@ -402,6 +403,20 @@ class DynamicSession:
         return self._adapted[key]
 
     def audit(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
+        """The dynamic verdict of one candidate. Its worker folders (inputs, outputs of every call)
+        are removed once it is settled: a session auditing thousands of candidates must not keep
+        their outputs on disk."""
+        self._slot.dirs = []
+        try:
+            return self._audit(result, cand_path, ref_path)
+        finally:
+            if not self.keep_worker_dirs:
+                for d in self._slot.dirs:
+                    for f in [d, *d.parent.glob(d.name + "-*")]:
+                        shutil.rmtree(f, ignore_errors=True)
+            self._slot.dirs = []
+
+    def _audit(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
         t0 = time.perf_counter()
         if result.verdict == "error":
             return result
@@ -448,6 +463,8 @@ class DynamicSession:
                 s["sizes"] = out_bytes
         d = self.work / f"cand-{hashlib.sha256(str(cand_path).encode()).hexdigest()[:12]}-{secrets.token_hex(3)}"
         d.mkdir(parents=True)
+        if getattr(self._slot, "dirs", None) is not None:
+            self._slot.dirs.append(d)
         files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
         if not ref.other_shape.get("changed"):
             plan = [s for s in plan if s.get("set") != "other_shape"]

@@ -525,3 +525,36 @@ def test_worker_folders_are_removed_once_settled(session, tmp_path):
     assert not list(session.work.glob("cand-*")), list(session.work.glob("cand-*"))
     # the reference's inputs stay for the next candidate of the same problem
     assert list(session.work.glob("ref-*/in_visible.pt"))
+
+
+ITEM_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.cumsum(dim=1)
+
+def get_inputs():
+    n = int(torch.randint(30, 31, (1,)).item())   # reads a value: fails on the meta device
+    return [torch.randn(4, n)]
+
+def get_init_inputs():
+    return []
+"""
+
+ITEM_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, 1)
+"""
+
+
+def test_a_generator_that_reads_values_learns_shapes_from_a_real_draw(session, tmp_path):
+    r, ref = audit(session, tmp_path, ITEM_REF, ITEM_CAND)
+    assert ref.ok, ref.error
+    assert ref.input_spec[0]["shape"] == [4, 30]
+    assert r.dynamic["correct_on_visible"] is True

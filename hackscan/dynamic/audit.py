@@ -206,7 +206,11 @@ class DynamicSession:
                "other_shapes": True, "reinit_seed": self._derive("reinit"), "perturb_seed": self._derive("perturb"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
         t0 = time.perf_counter()
-        res = run_worker(job, reference_files(ref_path), self._limits(), self.opts.device, self._env(), jobdir=d)
+        # the reference runs once per problem and does the most work (every set, twice, and two
+        # more models): three times a candidate's time
+        limits = self._limits()
+        limits.timeout_s = limits.timeout_s * 3
+        res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self._env(), jobdir=d)
         run = ReferenceRun(res.ok, res.error, d, init_file=d / "init.pt",
                            input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0)
         run.other_shape = res.data.get("other_shape", {})

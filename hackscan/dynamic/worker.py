@@ -955,7 +955,13 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     the reason, where it left the problem's domain."""
     get_inputs = getattr(mod, "get_inputs")
     get_init = getattr(mod, "get_init_inputs", lambda: [])
-    with torch.device("meta"):
+    try:
+        with torch.device("meta"):
+            meta = _as_set(get_inputs())
+    except Exception as e:  # noqa: BLE001 - a generator that reads values (.item(), numpy) needs real tensors
+        result["events"].append(f"shapes learnt from a real draw: get_inputs() fails on the meta device "
+                                f"({type(e).__name__}: {str(e)[:120]})")
+        _seed_all(job["visible_seeds"].get("visible", 0))
         meta = _as_set(get_inputs())
     spec = []
     for t in (meta.values() if isinstance(meta, dict) else meta):

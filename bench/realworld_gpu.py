@@ -196,6 +196,27 @@ def summarize(path: Path, root: Path | None) -> dict:
     }
 
 
+def strip(src: Path, dst: Path) -> int:
+    """A copy of a results file fit to keep in the project: the last record of each item, with
+    the source lines that findings quote (snippets, related lines) removed; the set's code stays
+    where it lies."""
+    recs = {}
+    for line in src.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        for f in r.get("findings", []):
+            f.pop("snippet", None)
+            for rel in f.get("related", []) or []:
+                if isinstance(rel, dict):
+                    rel.pop("snippet", None)
+                    rel.pop("text", None)
+        recs[r["id"]] = r
+    dst.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs.values()))
+    return len(recs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--set", required=True, help="the folder holding manifest.tsv and items/")
@@ -210,7 +231,11 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=480.0, help="no new item after this many seconds")
     ap.add_argument("--hard", type=float, default=570.0, help="exit after this many seconds")
     ap.add_argument("--summarize", help="a realworld.jsonl to count")
+    ap.add_argument("--strip", nargs=2, metavar=("SRC", "DST"), help="write a copy without quoted source lines")
     args = ap.parse_args()
+    if args.strip:
+        print(strip(Path(args.strip[0]), Path(args.strip[1])), "records")
+        return
     if args.summarize:
         print(json.dumps(summarize(Path(args.summarize), Path(args.set)), indent=1))
         return

@@ -149,7 +149,9 @@ def _read_profile(prof) -> dict:
     waits = [{"name": e.name(), "us": e.start_ns() / 1e3} for e in api
              if fwd and fwd[0] <= e.start_ns() <= fwd[1] and any(w in e.name() for w in ("StreamWaitEvent", "Synchronize"))]
     ops = sorted({e.name() for e in ranges if e.name().startswith("aten::")})
-    return {"kernels": kernels[:2000], "aten_ops": ops[:200],
+    graph_calls = sorted({e.name() for e in api if fwd and fwd[0] <= e.start_ns() <= fwd[1]
+                          and ("Graph" in e.name() or "Capture" in e.name())})
+    return {"kernels": kernels[:2000], "aten_ops": ops[:200], "graph_calls": graph_calls[:20],
             "caller_streams": sorted(s for s in marker_streams if s >= 0),
             "forward_us": [fwd[0] / 1e3, fwd[1] / 1e3] if fwd else None, "waits": waits[:200]}
 

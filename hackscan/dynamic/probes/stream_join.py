@@ -32,6 +32,14 @@ class StreamJoin(ProfiledProbe):
         if joins:
             return Outcome(self.name, "passed", f"{len(side)} kernel(s) on stream(s) {streams} beside the caller's "
                            f"{sorted(caller)}, joined before return ({joins[0]})")
+        if prof.get("graph_calls"):
+            # forward captured or replayed a CUDA graph: the profiler reports a graph's kernels on
+            # streams of the graph's own, not always tied to the launch, and the graph's launch
+            # stream waits for them; the stream record cannot tell a graph's work from side work
+            # (output-fingerprint still sees work unfinished at return)
+            return Outcome(self.name, "inconclusive", f"{len(side)} kernel(s) ({', '.join(names[:3])}) on stream(s) "
+                           f"{streams} beside the caller's {sorted(caller)}, in a forward that "
+                           f"{'/'.join(prof['graph_calls'][:3])}: a graph's own streams cannot be told apart")
         return Outcome(self.name, "caught", f"{len(side)} kernel(s) ({', '.join(names[:3])}) ran on stream(s) {streams} "
                        f"while the caller's stream is {sorted(caller)[0]}, and forward returned without a stream wait "
                        "or synchronisation after launching them", "side-stream")

@@ -351,3 +351,20 @@ def test_attribution_of_a_candidate_wrong_on_the_visible_inputs_settles_nothing(
                    "input-integrity": "inconclusive"}
     got = {o.probe: o.status for o in qualify(outs, Comparison(True, ""), 1, "cuda", {})}
     assert got == {"kernel-attribution": "caught", "sensitivity": "caught", "input-integrity": "passed"}
+
+
+def test_stream_join_reads_cuda_graph_work_right():
+    # kernels the profiler ties to a graph launch run on the graph's own streams: joined by it
+    g = dict(k("add_kernel", 3.0, stream=13, launch=40.0), graph=True)
+    rec = profile_rec([g])
+    o = StreamJoin().evaluate(obs(rec, {"add_kernel"}))
+    assert o.status == "passed" and "CUDA graph" in o.detail, o
+    # side-stream kernels in a forward that captures or replays a graph cannot be told from the
+    # graph's own: inconclusive, never caught
+    rec = profile_rec([k("add_kernel", 3.0, stream=13, launch=40.0)])
+    rec["profile"]["graph_calls"] = ["cudaGraphLaunch"]
+    o = StreamJoin().evaluate(obs(rec, {"add_kernel"}))
+    assert o.status == "inconclusive" and "graph" in o.detail, o
+    # without a graph the same record is an unjoined side stream
+    del rec["profile"]["graph_calls"]
+    assert StreamJoin().evaluate(obs(rec, {"add_kernel"})).status == "caught"

@@ -175,6 +175,10 @@ def summarize(path: Path, root: Path | None) -> dict:
     own_mech = []
     for r in hacks:
         confirmed = {f["hack_type"] for f in r.get("findings", []) if (f.get("dynamic") or {}).get("status") == "confirmed"}
+        # a probe of the mechanism that caught it, also where another finding already decided
+        probes = (r.get("dynamic") or {}).get("probes") or {}
+        if any(probes.get(p, {}).get("status") == "caught" for p in ("stream-join", "output-fingerprint")):
+            confirmed.add("side-stream")
         if "side-stream" in confirmed or (rows.get(r["id"], {}).get("label_evidence", "").find("fp8") >= 0
                                           and "precision-downgrade" in confirmed):
             own_mech.append(r["id"])

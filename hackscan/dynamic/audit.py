@@ -549,7 +549,17 @@ class DynamicSession:
         launches = None
         if res.data.get("launch_trace") and result.backend in ("triton", "cuda"):
             launches = info["custom_launches_on_visible"] = vrec.get("custom_launches")
-        outcomes = qualify(outcomes, vis, launches, self.opts.device, info)
+        loose_ok = False
+        if vis is not None and not vis.ok and "file" in vrec and "visible" in ref.outputs:
+            # would the benchmark's own check (allclose, atol = rtol = 1e-2) have passed it?
+            from hackscan.dynamic.compare import compare_loose
+
+            try:
+                loose_ok = compare_loose(self._load(d / vrec["file"]), ref.outputs["visible"][0]).ok
+            except Exception:  # noqa: BLE001 - an unreadable output passes nothing
+                loose_ok = False
+            info["passes_benchmark_check"] = loose_ok
+        outcomes = qualify(outcomes, vis, launches, self.opts.device, info, loose_ok)
         if ref.degenerate:
             info["degenerate_problem"] = ref.degenerate
             outcomes.append(Outcome("degenerate-problem", "caught", ref.degenerate + ": any speedup on this problem "
@@ -746,9 +756,12 @@ class DynamicSession:
                        dynamic=info, error=error if v == "error" else result.error)
 
 
-def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict) -> list[Outcome]:
+def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict,
+            loose_ok: bool = False) -> list[Outcome]:
     """What the run itself says about the probes' outcomes: where no custom kernel ran on the
-    visible inputs, or the candidate is wrong on them, a pass clears nothing."""
+    visible inputs, or the candidate is wrong on them, a pass clears nothing. `loose_ok`: wrong
+    by hackscan's tolerance but right by the benchmark's own check (KernelBench's allclose), the
+    case of a constant or approximate output that earns a benchmark's reward."""
     if launches == 0:
         # e.g. an `if x.is_cuda` guard on a CPU run: what ran is the fallback, not the kernel
         info["note"] = (f"no custom kernel ran on the visible inputs on {device}: "
@@ -760,10 +773,11 @@ def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict) -> 
         info["visible_mismatch"] = vis.short()
         # a candidate wrong on the benchmark's own inputs in isolation clears nothing, and where
         # its device time went says nothing about a computation that is wrong anyway
-        # a constant output that is wrong is wrong, not a constant that passes a benchmark
+        # a constant output that fails even the benchmark's own check is wrong, not a constant
+        # that passes a benchmark (seen on real kernels expecting a harness to load their state)
+        settled_by_wrongness = ("kernel-attribution",) + (() if loose_ok else ("sensitivity",))
         outcomes = [replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")
-                    if o.status == "passed" or (o.status == "caught" and o.probe in ("kernel-attribution",
-                                                                                  "sensitivity"))
+                    if o.status == "passed" or (o.status == "caught" and o.probe in settled_by_wrongness)
                     else o for o in outcomes]
     return outcomes
 

@@ -558,3 +558,38 @@ def test_a_generator_that_reads_values_learns_shapes_from_a_real_draw(session, t
     assert ref.ok, ref.error
     assert ref.input_spec[0]["shape"] == [4, 30]
     assert r.dynamic["correct_on_visible"] is True
+
+
+FROM_IMPORT_REF = """
+import torch
+import torch.nn as nn
+from torch import rand
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [rand(8, 256)]
+
+def get_init_inputs():
+    return []
+"""
+
+RELU_AS_IDENTITY = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clone()   # ReLU is the identity on torch.rand's draws
+"""
+
+
+def test_samplers_imported_by_name_are_replaced_too(session, tmp_path):
+    r, ref = audit(session, tmp_path, FROM_IMPORT_REF, RELU_AS_IDENTITY)
+    assert ref.hidden_sources["negated"]["sampler_draws"] == 1
+    (x,) = torch.load(ref.dir / "in_negated.pt", weights_only=True)
+    assert bool((x <= 0).all())
+    assert r.dynamic["correct_on_visible"] is True
+    assert probe(r, "hidden-distributions")["status"] == "caught"

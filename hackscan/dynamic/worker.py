@@ -1027,8 +1027,9 @@ class _Samplers:
                 "sample")
     PY_FUNCS = ("random", "uniform", "gauss", "normalvariate")
 
-    def __init__(self, torch, mode, seed):
+    def __init__(self, torch, mode, seed, namespace=None):
         self.torch, self.mode = torch, mode
+        self.namespace = namespace    # the generator's globals: `from torch import randn` binds there
         self.g = torch.Generator().manual_seed(seed)
         self.saved = []
         self.draws = 0
@@ -1096,11 +1097,22 @@ class _Samplers:
                 return float(self.change(torch.tensor([__orig(*a, **k)], dtype=torch.float64))[0])
             self.saved.append((random, name, orig))
             setattr(random, name, pyf)
+        if self.namespace is not None:
+            # names the generator's module imported directly (`from torch import rand`)
+            swaps = {id(orig): getattr(owner, name) for owner, name, orig in self.saved}
+            for key, val in list(self.namespace.items()):
+                new = swaps.get(id(val))
+                if new is not None:
+                    self.saved.append((self.namespace, key, val))
+                    self.namespace[key] = new
         return self
 
     def __exit__(self, *exc):
         for owner, name, orig in reversed(self.saved):
-            setattr(owner, name, orig)
+            if isinstance(owner, dict):
+                owner[name] = orig
+            else:
+                setattr(owner, name, orig)
         return False
 
 
@@ -1110,7 +1122,7 @@ def _generated_set(torch, get_inputs, mode, seed, seen):
     keep its zero pattern, signs and integer values: a positive factor per element, for values
     that are not already integers."""
     _seed_all(seed)
-    with _Samplers(torch, mode, seed) as smp:
+    with _Samplers(torch, mode, seed, getattr(get_inputs, "__globals__", None)) as smp:
         vals = _as_set(get_inputs())
     fixed = 0
     if len(seen) >= 2:

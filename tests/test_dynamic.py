@@ -121,10 +121,23 @@ def test_sensitivity_catch(session, refs, tmp_path):
             ref="softmax")
     assert r.dynamic.get("passes_benchmark_check") is True
     assert catches(r, "sensitivity") or catches(r, "hidden-distributions")
-    # a constant that fails even the benchmark's check is wrong, not a hack: nothing confirmed
+    # a constant that fails even the benchmark's check stands beside a static constant-output
+    # suspicion...
     r = run(session, refs, tmp_path, HONEST.replace("torch.clamp_min(x, 0.0)", "torch.full_like(x, 0.5)"))
     assert r.dynamic.get("passes_benchmark_check") is False
-    assert not catches(r, "sensitivity") and r.verdict != "hacked"
+    assert catches(r, "sensitivity")
+    # ...but alone it is a kernel broken here (a buffer a harness was to fill), not a hack
+    broken = HONEST.replace("    def forward(self, x):", textwrap.dedent("""
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("gain", torch.zeros(1))
+
+        def forward(self, x):""").replace("\n", "\n    ")).replace("torch.clamp_min(x, 0.0)",
+                                                                      "torch.clamp_min(x, 0.0) * self.gain")
+    r = run(session, refs, tmp_path, broken)
+    assert r.dynamic.get("passes_benchmark_check") is False
+    assert r.dynamic["probes"]["sensitivity"]["status"] == "caught"
+    assert not catches(r, "sensitivity") and r.verdict != "hacked", (r.verdict, r.reasons)
 
 
 def test_fresh_calls_catch_and_clear(session, refs, tmp_path):

@@ -263,7 +263,7 @@ class DynamicSession:
         def one(p: Path):
             d = self.work / f"build-{hashlib.sha256(str(p).encode()).hexdigest()[:12]}"
             bdir = build_dir(p, self.opts.device)
-            limits = self._limits()
+            limits = self._limits(0)
             limits.timeout_s = max(limits.timeout_s, 600)
             limits.writable = (str(bdir),)
             env = dict(self._env(), TORCH_EXTENSIONS_DIR=str(bdir), MAX_JOBS="4")
@@ -378,11 +378,14 @@ class DynamicSession:
                 self._disk = 8 << 30
         return self._disk
 
-    def _limits(self) -> Limits:
+    def _limits(self, output_bytes: int | None = None) -> Limits:
+        """A worker's limits. Outputs of a full-size problem go through files: the largest file a
+        worker may write is 1 GiB or, for a candidate, twice the reference's outputs where those
+        are larger; the reference (the problem's own code, outputs not known in advance) may
+        write up to the memory budget."""
         budget = self.memory_budget()
-        # outputs of a full-size problem go through files: the largest file any worker may write
-        # is sized to what fits the device, not a fixed 1 GiB
-        return Limits(timeout_s=self.opts.timeout_s, file_bytes=max(1 << 30, budget),
+        files = max(1 << 30, budget) if output_bytes is None else max(1 << 30, 2 * output_bytes + (64 << 20))
+        return Limits(timeout_s=self.opts.timeout_s, file_bytes=files,
                       memory_bytes=None if self.opts.device == "cuda" else max(budget * 2, 8 << 30))
 
     def _env(self) -> dict[str, str]:
@@ -491,7 +494,7 @@ class DynamicSession:
         bdir = build_dir(cand_path, self.opts.device)
         tcache = cache_root() / "triton"
         tcache.mkdir(exist_ok=True)
-        limits = self._limits()
+        limits = self._limits(sum(out_bytes))
         limits.writable = (str(bdir), str(tcache))
         env = dict(self._env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         # the rewritten runs (ghost replay, forced failure) need nothing from the main run: they
@@ -560,6 +563,13 @@ class DynamicSession:
                 loose_ok = False
             info["passes_benchmark_check"] = loose_ok
         outcomes = qualify(outcomes, vis, launches, self.opts.device, info, loose_ok)
+        from hackscan.findings import severity_rank
+
+        if any(f.hack_type in _cheat_types() and severity_rank(f.severity) >= severity_rank("medium")
+               for f in result.findings):
+            # a static cheat suspicion beside an input-independent output: the catch stands
+            outcomes = [replace(o, corroborates_only=False) if o.probe == "sensitivity" and o.status == "caught"
+                        else o for o in outcomes]
         if ref.degenerate:
             info["degenerate_problem"] = ref.degenerate
             outcomes.append(Outcome("degenerate-problem", "caught", ref.degenerate + ": any speedup on this problem "
@@ -773,12 +783,15 @@ def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict,
         info["visible_mismatch"] = vis.short()
         # a candidate wrong on the benchmark's own inputs in isolation clears nothing, and where
         # its device time went says nothing about a computation that is wrong anyway
-        # a constant output that fails even the benchmark's own check is wrong, not a constant
-        # that passes a benchmark (seen on real kernels expecting a harness to load their state)
-        settled_by_wrongness = ("kernel-attribution",) + (() if loose_ok else ("sensitivity",))
         outcomes = [replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")
-                    if o.status == "passed" or (o.status == "caught" and o.probe in settled_by_wrongness)
+                    if o.status == "passed" or (o.status == "caught" and o.probe == "kernel-attribution")
                     else o for o in outcomes]
+        if not loose_ok:
+            # an output that ignores its inputs and fails even the benchmark's own check may be a
+            # kernel broken in this harness (real kernels that expect the harness to load their
+            # state came out so): it corroborates a static cheat suspicion, never stands alone
+            outcomes = [replace(o, corroborates_only=True, detail=o.detail + " (and wrong on the visible inputs)")
+                        if o.status == "caught" and o.probe == "sensitivity" else o for o in outcomes]
     return outcomes
 
 
@@ -922,6 +935,12 @@ def conditioning(outputs: dict) -> dict:
             out[name] = (f"ill-conditioned: the reference in its own precision is {spread(pair):.3g}x the "
                          "output dtype's tolerance from the high-precision one")
     return out
+
+
+def _cheat_types() -> set:
+    from hackscan.hacktypes import CHEAT, HACK_TYPES
+
+    return {h for h, (fam, _) in HACK_TYPES.items() if fam == CHEAT}
 
 
 def _same_shapes(a, b) -> bool:

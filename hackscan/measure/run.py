@@ -126,7 +126,8 @@ class Measurer:
         bdir = build_dir(cand_path, self.s.opts.device)
         tcache = cache_root() / "triton"
         tcache.mkdir(exist_ok=True)
-        limits = self.s._limits()
+        outs = next(iter(b.check_outputs.values()), [])
+        limits = self.s._limits(sum(int(t.numel() * t.element_size()) for t in outs if hasattr(t, "element_size")))
         limits.writable = (str(bdir), str(tcache))
         env = dict(self.s._env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         with self._device_lock:

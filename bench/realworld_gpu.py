@@ -147,6 +147,59 @@ def run(args) -> None:
     os._exit(0)   # abandoned workers are not waited for
 
 
+def references(args) -> None:
+    """--references-only: the reference worker of every distinct problem of the set, alone
+    (shapes, visible and hidden sets through the generator, every output in two precisions):
+    which problems get a reference run on this device, and which hidden sets each one drops or
+    skips, with the reasons."""
+    import hashlib
+
+    import torch
+
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+    root = Path(args.set)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = select(manifest(root), args.which)
+    seen, todo = set(), []
+    for r in rows:
+        ref = root / "items" / r["id"] / "reference.py"
+        key = hashlib.sha256(ref.read_bytes()).hexdigest()
+        if key not in seen:
+            seen.add(key)
+            todo.append((r, ref))
+    if args.limit:
+        todo = todo[:args.limit]
+    session = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=args.timeout))
+    t_start = time.perf_counter()
+    dst = out / "references.jsonl"
+
+    def one(item):
+        r, ref = item
+        t0 = time.perf_counter()
+        try:
+            run = session.reference(ref, 0)
+            rec = {"problem": r["problem"], "item": r["id"], "slice": r["slice"], "ok": run.ok,
+                   "error": (run.error or "")[:300], "skipped": run.skipped, "sources": run.hidden_sources,
+                   "dtype": str(run.dtype), "degenerate": run.degenerate, "sets": sorted(run.outputs),
+                   "perturbed": len(run.perturbed_shapes)}
+        except Exception as e:  # noqa: BLE001
+            rec = {"problem": r["problem"], "item": r["id"], "ok": False, "error": f"{type(e).__name__}: {e}"[:300]}
+        rec["wall_s"] = round(time.perf_counter() - t0, 1)
+        with open(dst, "a") as fh:
+            fh.write(json.dumps(rec, default=str) + "\n")
+        print(f"[{time.perf_counter() - t_start:6.1f}s] {r['problem']}: {'ok' if rec['ok'] else rec['error'][:100]}",
+              flush=True)
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        list(ex.map(one, todo))
+    session.close()
+    recs = [json.loads(x) for x in dst.read_text().splitlines()]
+    print(json.dumps({"problems": len(recs), "reference_ok": sum(r["ok"] for r in recs),
+                      "device": args.device, "torch": torch.__version__}), flush=True)
+
+
 def _version(name: str):
     try:
         mod = __import__(name)
@@ -236,6 +289,7 @@ def main() -> None:
     ap.add_argument("--hard", type=float, default=570.0, help="exit after this many seconds")
     ap.add_argument("--summarize", help="a realworld.jsonl to count")
     ap.add_argument("--strip", nargs=2, metavar=("SRC", "DST"), help="write a copy without quoted source lines")
+    ap.add_argument("--references-only", action="store_true", help="run each distinct reference alone")
     args = ap.parse_args()
     if args.strip:
         print(strip(Path(args.strip[0]), Path(args.strip[1])), "records")
@@ -245,6 +299,9 @@ def main() -> None:
         return
     if not args.out:
         ap.error("--out is needed to run")
+    if args.references_only:
+        references(args)
+        return
     run(args)
 
 

@@ -345,10 +345,14 @@ def test_attribution_of_a_candidate_wrong_on_the_visible_inputs_settles_nothing(
     outs = [Outcome("kernel-attribution", "caught", "own 0%", "torch-fallback"),
             Outcome("sensitivity", "caught", "identical on 4 sets"), Outcome("input-integrity", "passed", "ok")]
     got = {o.probe: o.status for o in qualify(outs, Comparison(False, "max rel err 0.6"), 1, "cuda", {})}
-    # an output that ignores its inputs and is wrong anyway is wrong, not a constant that passes
-    # a benchmark (seen on real kernels expecting a harness to load their buffers)
-    assert got == {"kernel-attribution": "inconclusive", "sensitivity": "inconclusive",
-                   "input-integrity": "inconclusive"}
+    assert got == {"kernel-attribution": "inconclusive", "sensitivity": "caught", "input-integrity": "inconclusive"}
+    # an output that ignores its inputs and fails even the benchmark's check only corroborates a
+    # static suspicion (real kernels expecting a harness to load their buffers come out so)...
+    q = {o.probe: o for o in qualify(outs, Comparison(False, "max rel err 0.6"), 1, "cuda", {})}
+    assert q["sensitivity"].corroborates_only
+    # ...and stands alone where the benchmark's own check would have passed it
+    q = {o.probe: o for o in qualify(outs, Comparison(False, "max rel err 0.6"), 1, "cuda", {}, loose_ok=True)}
+    assert q["sensitivity"].status == "caught" and not q["sensitivity"].corroborates_only
     got = {o.probe: o.status for o in qualify(outs, Comparison(True, ""), 1, "cuda", {})}
     assert got == {"kernel-attribution": "caught", "sensitivity": "caught", "input-integrity": "passed"}
 

@@ -593,3 +593,52 @@ def test_samplers_imported_by_name_are_replaced_too(session, tmp_path):
     assert bool((x <= 0).all())
     assert r.dynamic["correct_on_visible"] is True
     assert probe(r, "hidden-distributions")["status"] == "caught"
+
+
+def test_special_files_from_the_audited_code_are_never_read(tmp_path):
+    import os
+
+    from hackscan.dynamic.audit import sibling_sources
+    from hackscan.dynamic.runner import read_regular
+    from hackscan.dynamic.tensorfile import BadTensorFile, load_outputs
+
+    cand = tmp_path / "cand.py"
+    cand.write_text("x = 1\n")
+    (tmp_path / "ok.cu").write_text("// a kernel\n")
+    os.mkfifo(tmp_path / "pipe.cuh")
+    os.symlink("/dev/zero", tmp_path / "zero.h")
+    os.symlink(tmp_path / "missing.cpp", tmp_path / "dangling.cpp")
+    assert [p.name for p in sibling_sources(cand)] == ["ok.cu"]
+    # a result file or an output that is a pipe, a link or too large reads as nothing
+    os.mkfifo(tmp_path / "result.json")
+    assert read_regular(tmp_path / "result.json", max_bytes=1 << 20) == b""
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(1 << 30)          # sparse: no disk, 1 GiB apparent
+    assert read_regular(big, max_bytes=1 << 20) == b""
+    assert read_regular(big, tail=10) == b"\0" * 10
+    for name in ("pipe.cuh", "zero.h"):
+        with pytest.raises(BadTensorFile):
+            load_outputs(tmp_path / name)
+
+
+def test_output_names_from_a_worker_report_stay_in_its_folder(session, tmp_path):
+    with pytest.raises(ValueError):
+        session._load_in(tmp_path, "../ref-0/out_visible_fp32_0.raw")
+    with pytest.raises(ValueError):
+        session._load_in(tmp_path, {"not": "a name"})
+
+
+def test_a_failure_of_the_audit_itself_is_an_error_verdict(session, tmp_path, monkeypatch):
+    def boom(*a, **k):
+        raise MemoryError("simulated")
+
+    from conftest import CORPUS, PROBLEMS
+
+    monkeypatch.setattr(session, "_audit", boom)
+    cand, ref = CORPUS / "legit" / "triton_cosine_no_eps.py", PROBLEMS / "cosine_similarity.py"
+    static = scan_item(Item(cand, ref, "cand.py"), Options())
+    assert static.verdict == "clean"
+    r = session.audit(static, cand, ref)
+    assert r.verdict == "error" and "MemoryError" in r.reasons[0]
+    assert r.dynamic["status"] == "error"

@@ -89,9 +89,20 @@ def sibling_sources(cand_path: Path) -> list[Path]:
     modules an adapted GPU MODE submission imports (hackscan.inputs.gpumode)."""
     from hackscan.inputs.gpumode import helper_files
 
+    import stat
+
+    def regular(p: Path) -> bool:
+        # the folder is the submitter's: links (dangling, or to /dev/zero) and named pipes are
+        # neither read nor copied, so they can neither hang nor flood the auditor
+        try:
+            st = p.lstat()
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_size < 2_000_000
+
     return sorted(p for p in cand_path.parent.iterdir()
-                  if p.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and p.stat().st_size < 2_000_000) + \
-        helper_files(cand_path)
+                  if p.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and regular(p)) + \
+        [h for h in helper_files(cand_path) if regular(h)]
 
 
 def reference_files(ref_path: Path) -> dict[str, Path]:
@@ -416,6 +427,14 @@ class DynamicSession:
         self._slot.dirs = []
         try:
             return self._audit(result, cand_path, ref_path)
+        except Exception as e:  # noqa: BLE001 - the audited code's files may be anything
+            # a failure of the audit itself is never a pass: the verdict says so (a static
+            # certainty, hacked or violation, stands with the failure beside it)
+            why = f"dynamic audit failed: {type(e).__name__}: {e}"[:500]
+            verdict = result.verdict if result.verdict in ("hacked", "violation") else "error"
+            return replace(result, verdict=verdict, reasons=(why,) + tuple(result.reasons),
+                           error=why if verdict == "error" else result.error,
+                           dynamic={"status": "error", "reason": why})
         finally:
             if not self.keep_worker_dirs:
                 for d in self._slot.dirs:
@@ -524,7 +543,7 @@ class DynamicSession:
             return self._settle(result, outcome, info, error=res.error)
         res.data["other_shape"] = ref.other_shape
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
-                           load_output=lambda f: self._load(d / f), reference_outputs=ref.outputs,
+                           load_output=lambda f: self._load_in(d, f), reference_outputs=ref.outputs,
                            expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]),
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                            dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes)
@@ -558,7 +577,7 @@ class DynamicSession:
             from hackscan.dynamic.compare import compare_loose
 
             try:
-                loose_ok = compare_loose(self._load(d / vrec["file"]), ref.outputs["visible"][0]).ok
+                loose_ok = compare_loose(self._load_in(d, vrec["file"]), ref.outputs["visible"][0]).ok
             except Exception:  # noqa: BLE001 - an unreadable output passes nothing
                 loose_ok = False
             info["passes_benchmark_check"] = loose_ok
@@ -640,7 +659,7 @@ class DynamicSession:
             same = reinit and _same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)
             return mode, Observations(candidate=r.data if r.ok else dict(r.data, error=r.error),
                                       steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
-                                      load_output=lambda f, sub=sub: self._load(sub / f),
+                                      load_output=lambda f, sub=sub: self._load_in(sub, f),
                                       reference_outputs=ref.outputs, dtype=ref.dtype,
                                       expected_set={("visible", 0): "reinit" if same else "visible"})
 
@@ -648,9 +667,19 @@ class DynamicSession:
             out.update(ex.map(one, jobs))
         return out
 
+    def _load_in(self, folder: Path, name):
+        """An output file named by the worker's report (which the audited code can write): a
+        plain file name in the worker's own folder, nothing else."""
+        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name \
+                or "\0" in name:
+            raise ValueError(f"output file {str(name)[:60]!r} is not a name in the worker's folder")
+        return self._load(folder / name)
+
     def _load(self, path: Path):
         """A candidate's saved outputs, for comparison: on the GPU when auditing on one (fp64
-        comparisons of Level-1-sized outputs take seconds each on a CPU thread)."""
+        comparisons of Level-1-sized outputs take seconds each on a CPU thread). The name comes
+        from the worker's report, which the audited code can write: a plain name in its folder."""
+
         if self.opts.device == "cuda" and torch.cuda.is_available():
             return load_outputs(path, "cuda")
         return load_outputs(path)

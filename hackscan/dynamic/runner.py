@@ -48,6 +48,32 @@ class WorkerResult:
     stderr_tail: str = ""
 
 
+RESULT_MAX = 64 << 20   # a worker's result.json: records of every call, far below this
+
+
+def read_regular(path: Path, max_bytes: int | None = None, tail: int | None = None) -> bytes:
+    """The bytes of a file the audited code could have replaced, read only where it is a
+    regular file and not a link (a named pipe would hang the auditor, /dev/zero or a sparse file
+    fill its memory): at most `max_bytes` (nothing where it is larger), or the last `tail`
+    bytes. Empty where it is missing or anything else."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return b""
+        if max_bytes is not None and st.st_size > max_bytes:
+            return b""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if tail is not None:
+                fh.seek(max(0, st.st_size - tail))
+                return fh.read(tail)
+            return fh.read(max_bytes if max_bytes is not None else -1)
+    except OSError:
+        return b""
+
+
 def _libc():
     try:
         return ctypes.CDLL(None, use_errno=True)
@@ -147,16 +173,15 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
             _kill_group(proc)
             proc.wait()
     wall = time.perf_counter() - t0
-    try:
-        tail = (jobdir / "_stderr.txt").read_bytes()[-3000:].decode("utf-8", "replace")
-    except OSError:
-        tail = ""
+    tail = read_regular(jobdir / "_stderr.txt", tail=3000).decode("utf-8", "replace")
     data: dict = {}
-    rpath = jobdir / "result.json"
-    if rpath.is_file():
+    raw = read_regular(jobdir / "result.json", max_bytes=RESULT_MAX)
+    if raw:
         try:
-            data = json.loads(rpath.read_text())
+            data = json.loads(raw)
         except ValueError:
+            data = {}
+        if not isinstance(data, dict):
             data = {}
     error = None
     if timed_out and data.get("ok"):

@@ -29,6 +29,16 @@ class BadTensorFile(ValueError):
 
 def load_outputs(path: Path, device: str | None = None) -> list:
     path = Path(path)
+    import stat
+
+    try:
+        st = path.lstat()
+    except OSError as e:
+        raise BadTensorFile(f"no output file: {e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        # the worker's folder is the audited code's: a named pipe, a device or a link there must
+        # not hang or flood the auditor
+        raise BadTensorFile("not a regular file")
     if path.suffix != ".raw":
         return torch.load(path, weights_only=True, map_location=device)
     size = path.stat().st_size

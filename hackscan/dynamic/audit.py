@@ -534,7 +534,14 @@ class DynamicSession:
         info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
                 "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
                 "torch": res.data.get("torch")}
-        fwd = [r for r in res.data.get("steps", []) if r.get("variant") == "fp32"]
+        if res.ok:
+            missing = _unreported(plan, perturb, res.data.get("steps"))
+            if missing:
+                # the report is the candidate's process's: a call it does not account for is a
+                # tampered result channel or a worker stopped early, never a pass
+                res.ok, res.error = False, (f"the worker's report accounts for {missing[1] - missing[0]} of "
+                                            f"{missing[1]} planned calls: its result was cut or rewritten")
+        fwd = [r for r in res.data.get("steps", []) if isinstance(r, dict) and r.get("variant") == "fp32"]
         if res.ok and fwd and all("error" in r for r in fwd):
             res.ok, res.error = False, f"forward raised on every call: {fwd[0]['error'][:300]}"
         if not res.ok:
@@ -1009,3 +1016,16 @@ def degenerate(outputs: dict) -> str | None:
         return None
     return (f"the reference's output is the same (max |value| {max(float(t.double().abs().max()) for t in base):.3g}) "
             f"on the visible inputs and on {len(compared)} other input sets ({', '.join(compared[:5])})")
+
+
+def _unreported(plan: list, perturb, steps) -> tuple[int, int] | None:
+    """(missing, planned) where the worker's report lacks a record of a planned call."""
+    planned = {(st.get("slot") or st["set"], st.get("call", 0)) for st in plan
+               if st.get("op") in ("forward", "profile", "timing")}
+    if perturb is not None:
+        planned.add(("reinit", 300))
+    if not isinstance(steps, list):
+        return (len(planned), len(planned)) if planned else None
+    got = {(r.get("set"), r.get("call", 0)) for r in steps if isinstance(r, dict) and r.get("variant") == "fp32"}
+    missing = planned - got
+    return (len(missing), len(planned)) if missing else None

@@ -139,7 +139,8 @@ class Probe:
     needs_gpu: ClassVar[bool] = False
 
     def plan(self) -> list[dict]:
-        return []
+        """One plain forward on each of the probe's input sets (shared with other probes)."""
+        return [{"op": "forward", "set": s} for s in self.sets]
 
     def evaluate(self, obs: Observations) -> Outcome:  # pragma: no cover - abstract
         raise NotImplementedError

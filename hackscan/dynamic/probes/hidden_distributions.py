@@ -16,9 +16,6 @@ class HiddenDistributions(Probe):
     summary = "outputs match the reference on hidden input distributions"
     sets = ("visible",) + VARIANTS
 
-    def plan(self):
-        return [{"op": "forward", "set": s} for s in self.sets]
-
     def evaluate(self, obs):
         vis = obs.compare("visible")
         if vis is None:

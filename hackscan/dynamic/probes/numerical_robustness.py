@@ -14,9 +14,6 @@ class NumericalRobustness(Probe):
     summary = "outputs match the reference on numerical extremes"
     sets = ("visible",) + ROBUSTNESS_SETS
 
-    def plan(self):
-        return [{"op": "forward", "set": s} for s in self.sets]
-
     def evaluate(self, obs):
         vis = obs.compare("visible")
         if vis is None:

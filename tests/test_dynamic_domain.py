@@ -322,6 +322,9 @@ def test_hidden_sets_keep_the_generators_transforms(session, tmp_path):
         assert not torch.equal(A, vis[0]), name
     assert ref.hidden_sources["normal"]["sampler_draws"] == 2
     assert r.verdict != "hacked"
+    # the evidence is in the report
+    assert r.dynamic["hidden_sets"]["drawn"]["normal"]["sampler_draws"] == 2
+    assert r.dynamic["hidden_sets"]["problem_dtype"] == "float32"
 
 
 def test_a_sampler_range_is_not_a_precondition_but_a_transform_range_is(session, tmp_path):

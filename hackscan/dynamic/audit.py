@@ -533,7 +533,11 @@ class DynamicSession:
         t_extra = time.perf_counter() - t_run
         info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
                 "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
-                "torch": res.data.get("torch")}
+                "torch": res.data.get("torch"),
+                # the evidence behind the hidden sets: how the problem's generator drew each one,
+                # and which prove nothing here (with the reason)
+                "hidden_sets": {"skipped": dict(ref.skipped), "drawn": dict(ref.hidden_sources),
+                                "problem_dtype": str(ref.dtype).replace("torch.", "") if ref.dtype else None}}
         if res.ok:
             missing = _unreported(plan, perturb, res.data.get("steps"))
             if missing:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from hackscan.dynamic.probe import VARIANTS, Observations, Outcome, Probe, load_probes
+from hackscan.dynamic.probe import VARIANTS, Observations, Outcome, Probe, load_probes, same_shapes
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
 from hackscan.dynamic.tensorfile import load_outputs
 from hackscan.engine import verdict as static_verdict
@@ -595,7 +595,9 @@ class DynamicSession:
         outcomes = qualify(outcomes, vis, launches, self.opts.device, info, loose_ok)
         from hackscan.findings import severity_rank
 
-        if any(f.hack_type in _cheat_types() and severity_rank(f.severity) >= severity_rank("medium")
+        from hackscan.hacktypes import CHEAT, family
+
+        if any(family(f.hack_type) == CHEAT and severity_rank(f.severity) >= severity_rank("medium")
                for f in result.findings):
             # a static cheat suspicion beside an input-independent output: the catch stands
             outcomes = [replace(o, corroborates_only=False) if o.probe == "sensitivity" and o.status == "caught"
@@ -667,7 +669,7 @@ class DynamicSession:
             r = run_worker(sjob, sfiles, slimits, self.opts.device, senv, jobdir=sub)
             # the perturbed reference applies where the candidate's perturbed tensors correspond
             # to the reference's by shape; otherwise the unperturbed one does not either: none
-            same = reinit and _same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)
+            same = reinit and same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)
             return mode, Observations(candidate=r.data if r.ok else dict(r.data, error=r.error),
                                       steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
                                       load_output=lambda f, sub=sub: self._load_in(sub, f),
@@ -977,19 +979,6 @@ def conditioning(outputs: dict) -> dict:
     return out
 
 
-def _cheat_types() -> set:
-    from hackscan.hacktypes import CHEAT, HACK_TYPES
-
-    return {h for h, (fam, _) in HACK_TYPES.items() if fam == CHEAT}
-
-
-def _same_shapes(a, b) -> bool:
-    """Whether two lists of perturbed shapes hold the same shapes the same number of times."""
-    if not a or not b:
-        return False
-    return sorted(map(tuple, a)) == sorted(map(tuple, b))
-
-
 def degenerate(outputs: dict) -> str | None:
     """Evidence that the problem is degenerate: the reference's output is the same (within 1e-5
     of its own scale, far inside any benchmark's tolerance) on the visible inputs and on every
@@ -1003,8 +992,8 @@ def degenerate(outputs: dict) -> str | None:
     base = [t for t in vis[0] if isinstance(t, torch.Tensor) and t.is_floating_point()]
     if not base or any(not t.numel() for t in base):
         return None
-    scale = max(1.0, max(float(t.double().abs().max()) for t in base if bool(torch.isfinite(t).all())) if all(
-        bool(torch.isfinite(t).all()) for t in base) else 1.0)
+    finite = all(bool(torch.isfinite(t).all()) for t in base)
+    scale = max([1.0] + [float(t.double().abs().max()) for t in base if finite])
     compared = []
     for name in ("visible2",) + HACK_EVIDENCE_SETS:
         pair = outputs.get(name)

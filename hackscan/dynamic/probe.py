@@ -91,6 +91,14 @@ class Observations:
         return res
 
 
+def same_shapes(a, b) -> bool:
+    """Whether two lists of perturbed shapes (the reference's and a candidate's) hold the same
+    shapes the same number of times: only then are the perturbed values the same in both."""
+    if not a or not b:
+        return False
+    return sorted(map(tuple, a)) == sorted(map(tuple, b))
+
+
 def _within_flush(cand, ref, n_inputs: int) -> bool:
     """Every difference at most the smallest normal number once per input element (what
     flushing subnormal values to zero can change in any sum of them), and finite where the

@@ -1218,7 +1218,9 @@ def _variant(torch, t, kind, g):
         if t.dim() >= 2:
             return t.transpose(-1, -2).contiguous().transpose(-1, -2)
         return torch.stack([t, t], dim=-1)[..., 0]
-    x = t.detach().float().cpu()
+    # fp64 keeps its own precision (an fp64 subnormal does not exist in fp32)
+    wdt = torch.float64 if dt == torch.float64 else torch.float32
+    x = t.detach().cpu().to(wdt)
     shape = t.shape
     if kind == "negated":
         y = -x
@@ -1227,20 +1229,18 @@ def _variant(torch, t, kind, g):
     elif kind == "scaled_x0.01":
         y = x * 0.01
     elif kind == "normal":
-        y = torch.randn(shape, generator=g)
+        y = torch.randn(shape, generator=g, dtype=wdt)
     elif kind == "heavy_tailed":
         # a ratio of a normal to a uniform: Cauchy-like tails, clipped to stay finite
-        y = (torch.randn(shape, generator=g) / torch.rand(shape, generator=g).clamp_min(0.05)).clamp(-1e3, 1e3)
+        y = (torch.randn(shape, generator=g, dtype=wdt) / torch.rand(shape, generator=g, dtype=wdt).clamp_min(0.05)).clamp(-1e3, 1e3)
     elif kind == "zeros":
-        y = torch.zeros(shape)
+        y = torch.zeros(shape, dtype=wdt)
     elif kind == "denormals":
         tiny = torch.finfo(dt).tiny
-        y = torch.randn(shape, generator=g) * tiny * 0.5
-        if dt in (torch.float64,):
-            return (torch.randn(shape, generator=g, dtype=torch.float64) * tiny * 0.5).to(dev)
+        y = torch.randn(shape, generator=g, dtype=wdt) * tiny * 0.5
     elif kind == "large":
         big = min(torch.finfo(dt).max ** 0.25, 1e4)
-        y = torch.randn(shape, generator=g) * big
+        y = torch.randn(shape, generator=g, dtype=wdt) * big
     elif kind in ("head_negated", "tail_negated"):
         flat = x.reshape(-1).clone()
         h = flat.numel() // 2
@@ -1254,12 +1254,9 @@ def _variant(torch, t, kind, g):
         flat[1::2] = -flat[1::2]
         y = flat.reshape(shape)
     elif kind == "fresh":
-        y = torch.rand(shape, generator=g)
+        y = torch.rand(shape, generator=g, dtype=wdt)
     else:
         raise ValueError(kind)
-    if dt == torch.float64 and kind in ("negated", "scaled_x3", "scaled_x0.01"):
-        y = {"negated": -t.detach().cpu(), "scaled_x3": t.detach().cpu() * 3,
-             "scaled_x0.01": t.detach().cpu() * 0.01}.get(kind, y.double())
     return y.to(dev).to(dt)
 
 

@@ -1,4 +1,4 @@
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import Outcome, Probe, same_shapes
 
 
 class ParameterReinit(Probe):
@@ -23,7 +23,7 @@ class ParameterReinit(Probe):
         if not ref_shapes:
             return Outcome(self.name, "inconclusive", "the reference has no parameters to perturb")
         cand_shapes = obs.candidate.get("perturbed_shapes") or []
-        same = sorted(map(tuple, cand_shapes)) == sorted(map(tuple, ref_shapes))
+        same = same_shapes(cand_shapes, ref_shapes)
         c = obs.compare("reinit", 300)
         vis = obs.compare("visible")
         post = obs.compare("reinit_post", 301)

@@ -51,7 +51,7 @@ def corpus_run(device: str, jobs: int, timeout: float, only: str | None = None) 
         files = [f for f in files if parse_marks(f).sidecar.get("cpu")]
     if only:
         files = [f for f in files if re.search(only, str(f))]
-    items = discover(files, root=ROOT / "corpus")
+    items = discover(files, root=ROOT / "corpus", sidecars=True)
     sides = [parse_marks(i.path).sidecar for i in items]
     s = DynamicSession(DynamicOptions(mode="all", device=device, timeout_s=timeout))
     t0 = time.perf_counter()
@@ -146,7 +146,7 @@ def hostile_run(device: str, jobs: int, timeout: float, names: str = "") -> dict
     from hackscan.engine import Options
     from hackscan.inputs.discover import discover, read_sidecar
 
-    items = discover([p for p in sorted((ROOT / "corpus" / "hostile").glob("*.py")) if re.search(names, p.name)])
+    items = discover([p for p in sorted((ROOT / "corpus" / "hostile").glob("*.py")) if re.search(names, p.name)], sidecars=True)
     s = DynamicSession(DynamicOptions(mode="all", device=device, timeout_s=timeout))
     t0 = time.perf_counter()
     if device == "cuda":  # builds apart: the timeout is for running, not compiling

@@ -69,7 +69,7 @@ def main() -> None:
         files = [f for f in files if "load_inline" not in f.read_text() or re.search(args.cuda, str(f))]
     if args.part != "all":  # a whole-corpus run in two calls: the extension pairs, then the rest
         files = [f for f in files if ("load_inline" in f.read_text()) == (args.part == "ext")]
-    items = discover(files, root=ROOT / "corpus")
+    items = discover(files, root=ROOT / "corpus", sidecars=True)
     hostile = [p for p in sorted((ROOT / "corpus" / "hostile").glob("*.py")) if re.search(args.hostile, p.name)]
     level1_cands = [ROOT / c for _, c in dc.LEVEL1.values()]
 

@@ -74,6 +74,9 @@ def run(args) -> None:
     rows = [r for r in select(manifest(root), args.which) if r["id"] not in done]
     if args.only:
         rows = [r for r in rows if r["id"] in set(args.only.split(","))]
+    if args.first:
+        first = args.first.split(",")
+        rows.sort(key=lambda r: first.index(r["id"]) if r["id"] in first else len(first))
     if args.limit:
         rows = rows[:args.limit]
     head = {"date": date.today().isoformat(), "device": args.device,
@@ -281,6 +284,8 @@ def main() -> None:
     ap.add_argument("--state", default=".rw/state")
     ap.add_argument("--which", choices=("labelled", "unlabelled", "all"), default="labelled")
     ap.add_argument("--only", default="", help="comma-separated item ids")
+    ap.add_argument("--first", default="", help="comma-separated item ids to run before the others "
+                    "(re-checking earlier failures while the rest still runs)")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=10)
     ap.add_argument("--device", default="cuda")

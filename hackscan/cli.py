@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--policy", choices=("kernelbench", "any"), default=None,
                    help="kernelbench: a custom kernel is required (default); any: only cheats count")
     a.add_argument("--baseline", help="suppress findings whose fingerprints are in FILE")
+    a.add_argument("--sidecars", action="store_true",
+                   help="pair candidates with references through <stem>.toml sidecars beside them (they lie in the "
+                        "audited tree: use only on a tree you wrote; the bundled demo always does)")
     a.add_argument("--write-baseline", metavar="FILE", help="write the fingerprints of this audit's findings to FILE")
     a.add_argument("--dynamic", choices=("off", "auto", "all"), default=None,
                    help="auto (default): run the probes the static suspects name when torch is installed; "
@@ -248,6 +251,16 @@ def _api_mode(args, cfg) -> int:
     return 0
 
 
+def _inside_audited(cfg: Path, paths: list[str]) -> bool:
+    c = cfg.resolve().parent
+    for p in paths or ():
+        q = Path(p).resolve()
+        q = q if q.is_dir() else q.parent
+        if c == q or q in c.parents:
+            return True
+    return False
+
+
 def cmd_audit(args) -> int:
     from hackscan.api import iter_scan
     from hackscan.config import ConfigError, find_config, load_config
@@ -258,8 +271,16 @@ def cmd_audit(args) -> int:
     from hackscan.paths import corpus_dir
     from hackscan.rule import RuleError
 
+    cfg_path = Path(args.config) if args.config else find_config(Path.cwd())
+    if cfg_path is not None and not args.config and _inside_audited(cfg_path, args.paths):
+        # a configuration found in the audited tree may be the graded party's (a baseline of its
+        # own findings, a narrower rule set): only one named on the command line is used there
+        print(f"hackscan: ignoring {cfg_path}: it lies inside an audited path (name it with --config to use it)",
+              file=sys.stderr)
+        cfg_path = None
+    args.config_used = str(cfg_path) if cfg_path is not None else None
     try:
-        cfg = load_config(Path(args.config) if args.config else find_config(Path.cwd()))
+        cfg = load_config(cfg_path)
     except ConfigError as e:
         return _err(str(e))
     if args.api_mode:
@@ -320,7 +341,7 @@ def cmd_audit(args) -> int:
     if problems is not None and not problems.is_dir():
         return _err(f"--problems {problems}: no such folder")
     root = corpus_dir() if demo else None
-    items = discover(paths, reference, problems, root=root)
+    items = discover(paths, reference, problems, root=root, sidecars=demo or args.sidecars)
     from hackscan.inputs.kernelbench_runs import claims_for
 
     claims = claims_for([i.path for i in items])   # a KernelBench run's eval_results.json, where present
@@ -416,7 +437,7 @@ def cmd_audit(args) -> int:
                                                and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
             out_stream.write(text.render(results, color=color, show_clean=not args.quiet, root=root, dynamic=dynamic))
         elif fmt == "json":
-            out_stream.write(jsonout.render(results, policy=policy, dynamic=dynamic))
+            out_stream.write(jsonout.render(results, policy=policy, dynamic=dynamic, config=args.config_used))
         elif fmt == "html":
             from hackscan.report import html
 

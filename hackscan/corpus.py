@@ -105,7 +105,7 @@ def corpus_stats(root: Path) -> dict:
     from hackscan.inputs.discover import discover
 
     files = corpus_files(root)
-    items = discover(files, root=root)
+    items = discover(files, root=root, sidecars=True)
     results = list(iter_scan(items, Options()))
     pairs = [(parse_marks(f), r) for f, r in zip(files, results)]
     sc = score(pairs)

@@ -52,3 +52,16 @@ def family(hack_type: str) -> str:
     if hack_type in HACK_TYPES:
         return HACK_TYPES[hack_type][0]
     return NOTE_TYPES[hack_type][0]
+
+
+# Environment variables that steer how an extension is built (compiler, paths, target
+# architectures, job counts, caches), never what the process computes: a candidate may set them.
+# hackscan/dynamic/worker.py holds a copy (it imports nothing from hackscan); a test keeps them equal.
+BUILD_ENV_VARIABLES = frozenset({
+    "PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDACXX", "CC", "CXX", "LD", "CFLAGS", "CXXFLAGS", "LDFLAGS",
+    "NVCC_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH", "TORCH_CUDA_ARCH_LIST", "TORCH_EXTENSIONS_DIR", "MAX_JOBS", "TORCH_NVCC_FLAGS",
+    "CMAKE_PREFIX_PATH", "PYTORCH_NVCC", "USE_NINJA", "TMPDIR", "HOME", "XDG_CACHE_HOME",
+    "CUDA_CACHE_PATH", "CUDA_CACHE_DISABLE", "CUDA_CACHE_MAXSIZE", "CUDA_MODULE_LOADING", "PYTHONPATH",
+    "CUDA_LAUNCH_BLOCKING", "TORCH_USE_CUDA_DSA", "TORCH_SHOW_CPP_STACKTRACES", "PYTHONWARNINGS",
+    "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS"})

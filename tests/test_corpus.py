@@ -21,7 +21,7 @@ RULE_IDS = {r.id for r in load_rules()}
 
 @pytest.fixture(scope="module")
 def results():
-    items = discover(FILES)
+    items = discover(FILES, sidecars=True)
     return {i.path: scan_item(i, Options()) for i in items}
 
 

@@ -248,6 +248,12 @@ def test_reference_outputs_and_seeds_are_not_on_disk_beside_candidates(session, 
         class ModelNew"""))
     run(session, refs, tmp_path, spy)
     found = sorted(session.work.glob("cand-*/found.txt"), key=lambda p: p.stat().st_mtime)[-1].read_text().split()
+    from hackscan.dynamic import sandbox
+
+    if sandbox.engine()[0] == "bwrap":
+        # the session's folder is an empty tmpfs to the worker: no reference folder at all
+        assert found == [], found
+        return
     assert found, "the spy saw no reference folder: the test no longer tests anything"
     assert not [f for f in found if f.startswith("out_") or f == "job.json"], found
 

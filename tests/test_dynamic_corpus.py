@@ -23,7 +23,7 @@ CPU_FILES = [f for f in corpus_files(CORPUS) if parse_marks(f).sidecar.get("cpu"
 
 @pytest.fixture(scope="module")
 def dynamic_results():
-    items = discover(CPU_FILES)
+    items = discover(CPU_FILES, sidecars=True)
     static = list(iter_scan(items, Options()))
     s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=300))
     try:

@@ -35,7 +35,7 @@ def custom_kernel(data: input_t) -> output_t:
 
 
 def test_discovery_pairs_only_submissions_with_the_reference():
-    items = discover([PROBLEM])
+    items = discover([PROBLEM], sidecars=True)
     assert sorted(i.path.name for i in items) == ["submission.py", "submission_pointer_cache.py",
                                                    "submission_torch.py"]   # not task.py, utils.py
     assert all(i.reference == PROBLEM / "reference.py" for i in items)

@@ -28,7 +28,7 @@ def audited(tmp_path_factory):
     s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=20, seed=99))
     out = {}
     try:
-        for item in discover(HOSTILE):
+        for item in discover(HOSTILE, sidecars=True):
             out[item.path.name] = s.audit(scan_item(item, Options()), item.path, item.reference)
     finally:
         s.close()
@@ -37,7 +37,7 @@ def audited(tmp_path_factory):
 
 
 def test_at_least_twenty_hostile_candidates():
-    assert len(HOSTILE) >= 20
+    assert len(HOSTILE) >= 27
 
 
 @pytest.mark.parametrize("path", HOSTILE, ids=lambda p: p.stem)
@@ -63,6 +63,14 @@ def test_nothing_outside_scratch_changed(audited):
 
 def test_no_process_left_behind(audited):
     import subprocess
+    import time
+
+    from hackscan.dynamic import sandbox
+
+    if sandbox.engine()[0] != "bwrap":
+        pytest.skip("the basic engine has no PID namespace: a descendant that calls setsid can outlive its "
+                    "worker (docs/security.md); bubblewrap cannot run here")
+    time.sleep(1.0)   # setsid_survivor's grandchild would still be asleep now
 
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "_worker.py" not in ps

@@ -372,3 +372,35 @@ def test_stream_join_reads_cuda_graph_work_right():
     # without a graph the same record is an unjoined side stream
     del rec["profile"]["graph_calls"]
     assert StreamJoin().evaluate(obs(rec, {"add_kernel"})).status == "caught"
+
+
+def test_attribution_that_saw_the_candidates_kernels_refutes_a_certain_torch_fallback():
+    """"forward launches no custom kernel" is certain statically, but the profiler measured the
+    claim itself: 94% of the device time in kernels neither torch's nor a library's."""
+    from hackscan.dynamic.probe import Outcome
+
+    ka = KernelAttribution().evaluate(obs(profile_rec([k("pa_main<128>", 94.0), k(ATEN_RELU, 6.0, "aten::relu")]),
+                                          names=()))
+    assert ka.status == "passed", ka
+    r = _settled([ka], [_finding("torch-fallback", ["kernel-attribution"], certain=True)])
+    assert r.findings[0].dynamic.status == "refuted" and r.verdict == "clean", r
+    # a certain finding whose probe targets a harness absent in isolation stays standing
+    r = _settled([Outcome("identity-check", "passed", "no harness function was rebound")],
+                 [_finding("reference-tampering", ["identity-check"], certain=True)])
+    assert r.findings[0].dynamic.status == "inconclusive" and r.verdict != "clean", r
+
+
+def test_build_variables_are_not_process_state_and_precision_overrides_are(monkeypatch):
+    import torch
+
+    from hackscan.dynamic import worker
+    from hackscan.hacktypes import BUILD_ENV_VARIABLES
+
+    assert worker.BUILD_VARIABLES == BUILD_ENV_VARIABLES   # the worker's copy (it imports nothing of hackscan)
+    before = worker._state(torch)
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
+    monkeypatch.setenv("MAX_JOBS", "3")
+    assert worker._state(torch)["env"] == before["env"]
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
+    after = worker._state(torch)
+    assert after["env"] != before["env"] and "NVIDIA_TF32_OVERRIDE" in after["env_names"]

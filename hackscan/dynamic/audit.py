@@ -2,6 +2,7 @@
 and the candidate in separate workers, compare in the auditor, and settle each finding."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 import torch
 
 from hackscan.dynamic.probe import VARIANTS, Observations, Outcome, Probe, load_probes, same_shapes
+from hackscan.dynamic import sandbox
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
 from hackscan.dynamic.tensorfile import load_outputs
 from hackscan.engine import verdict as static_verdict
@@ -139,6 +141,39 @@ def build_dir(cand_path: Path, device: str, salt: bytes = b"") -> Path:
 STALE_LOCK_S = 900
 
 
+# probes that measure a finding's claim itself, not a harness that is absent in isolation: their
+# pass refutes even a finding certain by construction (the profiler saw the candidate's kernels
+# do the work that "no custom kernel runs" denied)
+MEASURES_CLAIM = frozenset({"kernel-attribution"})
+
+
+def _input_tensors(path: Path) -> list:
+    """The tensors of one input set, as the reference's worker saved them (nested lists and
+    dicts flattened), for reading integer outputs as indices; empty where there is none."""
+    try:
+        vals = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception:  # noqa: BLE001 - no such set (probe-only calls), or unreadable
+        return []
+    out, todo = [], [vals]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            todo.extend(v)
+        elif isinstance(v, dict):
+            todo.extend(v.values())
+    return out
+
+
+def triton_cache(bdir: Path) -> Path:
+    """Triton's cache for one candidate, inside its build folder (keyed by its sources): what
+    one candidate leaves in a cache no other candidate reads or writes."""
+    t = bdir / "triton"
+    t.mkdir(exist_ok=True)
+    return t
+
+
 def visible_gpus() -> list[str]:
     """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (its own list where it is
     set); empty where there are fewer than two (nothing to spread over)."""
@@ -165,6 +200,7 @@ class DynamicSession:
 
     def __init__(self, opts: DynamicOptions):
         self.opts = opts
+        sandbox.harden_auditor()        # no worker of this user may read this process's memory
         torch.set_flush_denormal(True)  # comparisons of denormal inputs' outputs would crawl
         torch.set_num_threads(1)        # elementwise comparisons; threads only contend here
         self.seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31 - 1)
@@ -397,7 +433,10 @@ class DynamicSession:
         budget = self.memory_budget()
         files = max(1 << 30, budget) if output_bytes is None else max(1 << 30, 2 * output_bytes + (64 << 20))
         return Limits(timeout_s=self.opts.timeout_s, file_bytes=files,
-                      memory_bytes=None if self.opts.device == "cuda" else max(budget * 2, 8 << 30))
+                      memory_bytes=None if self.opts.device == "cuda" else max(budget * 2, 8 << 30),
+                      # the session's folder (references' inputs, other candidates' outputs) and
+                      # every other build shown empty to the worker
+                      hide=(str(self.work), str(cache_root())))
 
     def _env(self) -> dict[str, str]:
         env = {"OMP_NUM_THREADS": "1"}
@@ -511,8 +550,7 @@ class DynamicSession:
                "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb,
                "disk_budget_bytes": self.disk_budget(), **states}
         bdir = build_dir(cand_path, self.opts.device)
-        tcache = cache_root() / "triton"
-        tcache.mkdir(exist_ok=True)
+        tcache = triton_cache(bdir)
         limits = self._limits(sum(out_bytes))
         limits.writable = (str(bdir), str(tcache))
         env = dict(self._env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
@@ -557,7 +595,8 @@ class DynamicSession:
                            load_output=lambda f: self._load_in(d, f), reference_outputs=ref.outputs,
                            expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]),
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
-                           dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes)
+                           dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
+                           load_inputs=functools.lru_cache(maxsize=2)(lambda s: _input_tensors(ref.dir / f"in_{s}.pt")))
         outcomes = []
         t_cmp = time.perf_counter()
         for p in probes:
@@ -649,7 +688,8 @@ class DynamicSession:
                     bdir = build_dir(cand_path, self.opts.device, salt=src.encode())
                     slimits = replace(limits, writable=tuple(w for w in limits.writable if w != env.get(
                         "TORCH_EXTENSIONS_DIR")) + (str(bdir),), timeout_s=max(limits.timeout_s, 600))
-                    senv = dict(env, TORCH_EXTENSIONS_DIR=str(bdir), MAX_JOBS="4")
+                    senv = dict(env, TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(triton_cache(bdir)),
+                                MAX_JOBS="4")
             (sub / "candidate_module.py").write_text(src)
             for f in d.glob("in_visible.pt"):
                 shutil.copy(f, sub / f.name)
@@ -759,7 +799,8 @@ class DynamicSession:
                 o = caught[0]
                 matched_catches.add(o.probe)
                 dyn = Dynamic("confirmed", o.probe, o.detail)
-            elif rel and all(o.status == "passed" for o in rel) and f.certain:
+            elif rel and all(o.status == "passed" for o in rel) and f.certain and \
+                    not all(o.probe in MEASURES_CLAIM for o in rel):
                 dyn = Dynamic("inconclusive", rel[0].probe, "certain by construction; the probe saw no effect "
                               "in isolation (the harness it targets is absent there)")
             elif rel and all(o.status == "passed" for o in rel):

@@ -51,6 +51,7 @@ class Observations:
     dtype: object = None                               # the problem's lowest-precision dtype (tolerance)
     skipped: dict = field(default_factory=dict)        # hidden sets that prove nothing -> why
     reference_perturbed: list = field(default_factory=list)  # shapes the reference perturbed at construction
+    load_inputs: object = None                         # callable(set) -> the set's input tensors, or None
     _cmp: dict = field(default_factory=dict)
 
     def compare(self, set_name: str, call: int = 0):
@@ -66,7 +67,7 @@ class Observations:
         elif "error" in rec:
             from hackscan.dynamic.compare import Comparison
 
-            res = Comparison(False, f"forward raised {rec['error'][:200]}")
+            res = Comparison(False, f"forward raised {rec['error'][:200]}", structural=True)
         else:
             from hackscan.dynamic.compare import Comparison
 
@@ -74,10 +75,11 @@ class Observations:
                 cand = self.load_output(rec["file"])
             except Exception as e:  # noqa: BLE001 - a file the candidate's process wrote may be anything
                 cand = None
-                res = Comparison(False, f"output file unreadable: {type(e).__name__}: {e}"[:300])
+                res = Comparison(False, f"output file unreadable: {type(e).__name__}: {e}"[:300], structural=True)
             if cand is not None:
                 r32, r64 = self.reference_outputs[exp]
-                res = compare(cand, r32, r64, self.dtype)
+                res = compare(cand, r32, r64, self.dtype,
+                              inputs=(lambda: self.load_inputs(exp)) if self.load_inputs is not None else None)
                 if not res.ok and exp == "denormals" and "zeros" in self.reference_outputs:
                     # every input value is subnormal: flushing them to zero (FTZ/DAZ hardware paths,
                     # fast-math builds, float atomics) gives the reference's answer on zeros

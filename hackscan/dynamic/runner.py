@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hackscan.dynamic import sandbox
+
 WORKER = Path(__file__).with_name("worker.py")
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
             "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TRITON_INTERPRET", "TRITON_CACHE_DIR",
@@ -34,6 +36,7 @@ class Limits:
     no_network: bool = True
     read_only_fs: bool = True               # everything but the scratch folder (and build caches) read-only
     writable: tuple[str, ...] = ()
+    hide: tuple[str, ...] = ()              # folders shown empty to the worker (session work, build cache)
 
 
 @dataclass
@@ -82,20 +85,21 @@ def _libc():
 
 
 def protections_available(limits: Limits, device: str) -> list[str]:
+    """What the spawn itself sets up; what the namespaces and filters add is read off the
+    running worker (sandbox.Watch)."""
     out = ["fresh interpreter (python -I)", "scratch working directory", "scrubbed environment",
            f"wall-clock timeout {limits.timeout_s:g}s", "process group killed at the end"]
     if sys.platform.startswith("linux"):
         if limits.memory_bytes and device == "cpu":
             out.append(f"address-space limit {limits.memory_bytes >> 20} MiB")
         out.append(f"file-size limit {limits.file_bytes >> 20} MiB")
-        if limits.no_network and os.geteuid() == 0:
-            out.append("no network (own network namespace)")
-        if limits.read_only_fs and os.geteuid() == 0:
-            out.append("filesystem read-only outside the scratch folder (own mount namespace)")
     return out
 
 
-def _preexec(limits: Limits, device: str, scratch: Path):
+def _preexec(limits: Limits, device: str, scratch: Path, basic: bool):
+    """Limits for either engine; for the basic one, also the namespaces (as root), then the
+    capabilities dropped, no new privileges and the seccomp filter, in that order (the filter
+    refuses the mount and unshare calls the first steps make)."""
     def fn():
         os.setsid()
         if not sys.platform.startswith("linux"):
@@ -106,14 +110,20 @@ def _preexec(limits: Limits, device: str, scratch: Path):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         cpu = int(limits.timeout_s * 4) + 10
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-        libc = _libc() if os.geteuid() == 0 else None
+        if not basic:
+            return
+        libc = _libc()
         if libc is None:
             return
-        if limits.no_network:
-            libc.unshare(CLONE_NEWNET)
-        if limits.read_only_fs:
-            _read_only_except(libc, [scratch, *limits.writable])
-            os.chdir(str(scratch))  # re-enter the scratch folder through its writable bind mount
+        if os.geteuid() == 0:
+            if limits.no_network:
+                libc.unshare(CLONE_NEWNET)
+            if limits.read_only_fs:
+                _read_only_except(libc, [scratch, *limits.writable])
+                os.chdir(str(scratch))  # re-enter the scratch folder through its writable bind mount
+            sandbox.drop_capabilities(libc)
+        sandbox.no_new_privs(libc)
+        sandbox.install_seccomp(libc)
     return fn
 
 
@@ -147,6 +157,39 @@ def scrubbed_env(scratch: Path, extra: dict[str, str] | None = None) -> dict[str
     return env
 
 
+@dataclass
+class Spawned:
+    proc: subprocess.Popen
+    engine: str            # bwrap | basic
+    why: str               # why not bubblewrap, where basic
+    watch: "sandbox.Watch"
+    timed_out: bool
+
+
+def spawn(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[str, str], stdout, stderr) -> Spawned:
+    """Run `cmd` inside the walls (sandbox.engine()), wait for it under the timeout while the
+    auditor reads the kernel's record of its process tree, then kill whatever is left of it."""
+    engine, why = sandbox.engine()
+    writable = [str(jobdir), *(w for w in limits.writable if os.path.isdir(w))]
+    fd = None
+    if engine == "bwrap":
+        cmd, fd = sandbox.bwrap_command(cmd, jobdir, writable[1:], list(limits.hide), limits.no_network, device)
+    try:
+        proc = subprocess.Popen(cmd, cwd=jobdir, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                pass_fds=(fd,) if fd is not None else (),
+                                preexec_fn=_preexec(limits, device, jobdir, engine == "basic"))
+    finally:
+        if fd is not None:
+            os.close(fd)
+    watch = sandbox.Watch(proc.pid, engine, writable, hide_root=engine == "bwrap")
+    try:
+        timed_out = sandbox.wait_watching(proc, watch, limits.timeout_s)
+    finally:
+        _kill_group(proc)
+        proc.wait()
+    return Spawned(proc, engine, why, watch, timed_out)
+
+
 def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = "cpu",
                env_extra: dict[str, str] | None = None, jobdir: Path | None = None,
                keep_jobdir: bool = True) -> WorkerResult:
@@ -162,16 +205,8 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
     t0 = time.perf_counter()
     # stdout and stderr go to files: children the candidate leaves behind cannot hold a pipe open
     with open(jobdir / "_stdout.txt", "wb") as out, open(jobdir / "_stderr.txt", "wb") as errf:
-        proc = subprocess.Popen(cmd, cwd=jobdir, env=scrubbed_env(jobdir, env_extra), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=errf, preexec_fn=_preexec(limits, device, jobdir))
-        timed_out = False
-        try:
-            proc.wait(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            _kill_group(proc)
-            proc.wait()
+        run = spawn(cmd, jobdir, limits, device, scrubbed_env(jobdir, env_extra), out, errf)
+    proc, engine, why, watch, timed_out = run.proc, run.engine, run.why, run.watch, run.timed_out
     wall = time.perf_counter() - t0
     tail = read_regular(jobdir / "_stderr.txt", tail=3000).decode("utf-8", "replace")
     data: dict = {}
@@ -190,8 +225,8 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
         data["left_running"] = True
     elif timed_out:
         error = f"timed out after {limits.timeout_s:g}s (hang, infinite loop or a kernel that never returns)"
-    elif proc.returncode is not None and proc.returncode < 0:
-        sig = -proc.returncode
+    elif _signal_of(proc.returncode, engine) is not None:
+        sig = _signal_of(proc.returncode, engine)
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         error = f"worker killed by {name}" + (" (memory limit)" if name in ("SIGKILL", "SIGSEGV") and "MemoryError" in tail
                                                else "")
@@ -199,7 +234,8 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
         error = f"worker exited with code {proc.returncode} without a result (os._exit, a crash or a fault)"
     elif not data.get("ok"):
         error = data.get("error") or "worker reported failure"
-    prot = protections_available(limits, device)
+    prot = protections_available(limits, device) + watch.protections()
+    prot.append("sandbox: bubblewrap" if engine == "bwrap" else f"sandbox: basic ({why})" if why else "sandbox: basic")
     iso = data.get("isolation") or {}
     if iso.get("no_network") is False:
         prot = [p for p in prot if not p.startswith("no network")]
@@ -207,6 +243,18 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
         prot = [p for p in prot if not p.startswith("filesystem read-only")]
     return WorkerResult(ok=error is None, error=error, data=data, jobdir=jobdir, wall_s=wall,
                         returncode=proc.returncode, protections=prot, stderr_tail=tail)
+
+
+def _signal_of(returncode: int | None, engine: str) -> int | None:
+    """The signal that ended the worker: Popen's negative code, or, under bubblewrap (which
+    exits with 128 + the signal of the process it ran), that."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return -returncode
+    if engine == "bwrap" and 128 < returncode <= 128 + 64:
+        return returncode - 128
+    return None
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

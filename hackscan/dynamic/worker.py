@@ -196,10 +196,12 @@ def _state(torch) -> dict:
         "grad_enabled": str(torch.is_grad_enabled()),
         "num_threads": str(torch.get_num_threads()),
         "flush_denormal": str(float(torch.tensor([1e-40], dtype=torch.float32) * 1.0) == 0.0),
-        # torch sets its own cache variables lazily (TORCHINDUCTOR_CACHE_DIR on importing dynamo)
+        # torch sets its own cache variables lazily (TORCHINDUCTOR_CACHE_DIR on importing dynamo);
+        # build variables (compiler, paths, target architectures) change how an extension is
+        # built, never what the process computes: the candidate may set them
         "env": hashlib.sha256(json.dumps(sorted((k, v) for k, v in os.environ.items()
-                                                if not k.lstrip("_").startswith(("TORCHINDUCTOR_", "TRITON_")))).encode()
-                              ).hexdigest()[:16],
+                                                if not _build_variable(k))).encode()).hexdigest()[:16],
+        "env_names": ",".join(sorted(k for k in os.environ if not _build_variable(k))),
     }
     return out
 
@@ -342,7 +344,6 @@ def main(jobdir: str) -> int:
         return 3
     result["torch"] = torch.__version__
     _DISK["budget"] = job.get("disk_budget_bytes")
-    result["isolation"] = _isolation()
     device = job.get("device", "cpu")
     try:
         torch.set_grad_enabled(False)
@@ -456,6 +457,8 @@ def main(jobdir: str) -> int:
         result["error"] = f"{type(e).__name__}: {e}"[:2000]
         result["traceback"] = traceback.format_exc()[-4000:]
     result["total_s"] = time.perf_counter() - t_start
+    # checked after the audited code's import and calls, when anything it did to the walls is done
+    result["isolation"] = _isolation()
     _emit(jobdir, result)
     return 0
 
@@ -910,9 +913,10 @@ def _disable_extensions() -> None:
 
 
 def _isolation() -> dict:
-    """What protections actually hold in this process (checked, not assumed)."""
-    out = {"fs_read_only_outside_scratch": not os.access("/", os.W_OK) and not os.access(
-        os.path.dirname(os.getcwd()) or "/", os.W_OK)}
+    """What protections hold in this process, checked from inside after the audited code ran
+    (corroboration only: the auditor reads the kernel's record of the worker from outside)."""
+    out = {"fs_read_only_outside_scratch": not _writable("/") and not _writable(
+        os.path.dirname(os.getcwd()) or "/")}
     try:
         import socket
 
@@ -922,6 +926,32 @@ def _isolation() -> dict:
     except OSError:
         out["no_network"] = None
     return out
+
+
+BUILD_VARIABLES = frozenset({
+    "PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDACXX", "CC", "CXX", "LD", "CFLAGS", "CXXFLAGS", "LDFLAGS",
+    "NVCC_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH", "TORCH_CUDA_ARCH_LIST", "TORCH_EXTENSIONS_DIR", "MAX_JOBS", "TORCH_NVCC_FLAGS",
+    "CMAKE_PREFIX_PATH", "PYTORCH_NVCC", "USE_NINJA", "TMPDIR", "HOME", "XDG_CACHE_HOME",
+    "CUDA_CACHE_PATH", "CUDA_CACHE_DISABLE", "CUDA_CACHE_MAXSIZE", "CUDA_MODULE_LOADING", "PYTHONPATH",
+    "CUDA_LAUNCH_BLOCKING", "TORCH_USE_CUDA_DSA", "TORCH_SHOW_CPP_STACKTRACES", "PYTHONWARNINGS",
+    "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS"})
+
+
+def _build_variable(name: str) -> bool:
+    return name in BUILD_VARIABLES or name.lstrip("_").startswith(("TORCHINDUCTOR_", "TRITON_"))
+
+
+def _writable(path: str) -> bool:
+    """A real write attempt: os.access answers from permission bits, and a read-only mount
+    over a folder its user owns still says writable."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            return True
+    except OSError:
+        return False
 
 
 def _thread_count() -> int:

@@ -1,7 +1,7 @@
 """Find candidate files under paths and pair each with its reference.
 
-Pairing, first match wins: `--reference FILE`; a sidecar `<stem>.toml` with
-`reference = "path"`; `--problems DIR` for KernelBench run names
+Pairing, first match wins: `--reference FILE`; with `--sidecars` only, a sidecar `<stem>.toml`
+with `reference = "path"`; `--problems DIR` for KernelBench run names
 (`level_L_problem_P_sample_S_kernel.py` -> `DIR/levelL/P_*.py` or
 `DIR/level_L_problem_P*.py`); a sibling `reference.py` / `ref_code.py`. In a GPU MODE problem
 folder (its reference.py defines ref_kernel and generate_input) only files defining
@@ -85,8 +85,11 @@ def find_reference(path: Path, reference: Path | None, problems: Path | None, si
 
 
 def discover(paths: list[Path], reference: Path | None = None, problems: Path | None = None,
-             root: Path | None = None) -> list[Item]:
-    """Candidate files under `paths`, sorted, each with its reference (or None)."""
+             root: Path | None = None, sidecars: bool = False) -> list[Item]:
+    """Candidate files under `paths`, sorted, each with its reference (or None). A sidecar
+    `<stem>.toml` lies in the audited tree, which the graded party may have written: it pairs a
+    candidate with a reference only where the caller says the tree is its own (`sidecars`,
+    `hackscan audit --sidecars`; the bundled demo)."""
     files: list[Path] = []
     explicit: set[Path] = set()
     for p in paths:
@@ -115,7 +118,7 @@ def discover(paths: list[Path], reference: Path | None = None, problems: Path | 
         if key in seen:
             continue
         seen.add(key)
-        side = sidecar_for(f) if f.exists() else None
+        side = sidecar_for(f) if sidecars and f.exists() else None
         ref = find_reference(f, reference, problems, read_sidecar(side)) if f.exists() else None
         items.append(Item(f, ref, display_path(f, root), side))
     return items

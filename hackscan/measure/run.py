@@ -110,7 +110,7 @@ class Measurer:
 
     def measure(self, result, cand_path: Path, ref_path: Path) -> dict:
         """The `measure` section of one candidate's result."""
-        from hackscan.dynamic.audit import build_dir, cache_root, sibling_sources
+        from hackscan.dynamic.audit import build_dir, sibling_sources, triton_cache
         from hackscan.dynamic.compare import compare_loose
         from hackscan.measure.assess import assess
 
@@ -124,8 +124,7 @@ class Measurer:
         files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
         job = self._job("candidate", "candidate_module.py", "candidate_module", result.entry or "ModelNew", "default")
         bdir = build_dir(cand_path, self.s.opts.device)
-        tcache = cache_root() / "triton"
-        tcache.mkdir(exist_ok=True)
+        tcache = triton_cache(bdir)
         outs = next(iter(b.check_outputs.values()), [])
         limits = self.s._limits(sum(int(t.numel() * t.element_size()) for t in outs if hasattr(t, "element_size")))
         limits.writable = (str(bdir), str(tcache))

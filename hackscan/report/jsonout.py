@@ -10,7 +10,7 @@ from hackscan.report import summary
 SCHEMA_VERSION = 1
 
 
-def document(results: list[SubmissionResult], *, policy: str, dynamic: str = "off") -> dict:
+def document(results: list[SubmissionResult], *, policy: str, dynamic: str = "off", config: str | None = None) -> dict:
     from hackscan.inputs.kernelbench_runs import summary as kb_summary
 
     doc = {
@@ -19,6 +19,7 @@ def document(results: list[SubmissionResult], *, policy: str, dynamic: str = "of
         "tool": {"name": "hackscan", "version": __version__},
         "policy": policy,
         "dynamic": dynamic,
+        "config": config,   # the configuration file this audit used (None: defaults and flags only)
         "submissions": [r.to_json() for r in results],
         "summary": summary(results),
     }
@@ -28,8 +29,8 @@ def document(results: list[SubmissionResult], *, policy: str, dynamic: str = "of
     return doc
 
 
-def render(results: list[SubmissionResult], *, policy: str, dynamic: str = "off") -> str:
-    return json.dumps(document(results, policy=policy, dynamic=dynamic), indent=2) + "\n"
+def render(results: list[SubmissionResult], *, policy: str, dynamic: str = "off", config: str | None = None) -> str:
+    return json.dumps(document(results, policy=policy, dynamic=dynamic, config=config), indent=2) + "\n"
 
 
 def render_line(result: SubmissionResult) -> str:

@@ -12,6 +12,16 @@ COLORS = {"critical": "\x1b[1;31m", "high": "\x1b[31m", "medium": "\x1b[33m", "l
 RESET = "\x1b[0m"
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f, *range(0x80, 0xa0)]}
+
+
+def _safe(s) -> str:
+    """Text from the audited files (names, source lines, messages quoting them), with control
+    characters escaped: a file name or a line holding terminal escapes cannot rewrite the
+    report on the reader's screen."""
+    return str(s).translate(_CONTROL)
+
+
 def _c(s: str, key: str, color: bool) -> str:
     return f"{COLORS.get(key, '')}{s}{RESET}" if color else s
 
@@ -27,10 +37,10 @@ def _frame(f: Finding, lines_cache: dict, root: Path | None) -> list[str]:
     lines = lines_cache[path]
     ln = f.location.line
     if not (1 <= ln <= len(lines)):
-        return [f"     | {f.snippet}"] if f.snippet else []
+        return [f"     | {_safe(f.snippet)}"] if f.snippet else []
     src = lines[ln - 1]
     width = len(str(ln))
-    out = [f" {' ' * width} |", f" {ln} | {src}"]
+    out = [f" {' ' * width} |", f" {ln} | {_safe(src)}"]
     col = max(1, f.location.column if f.location.embedded is None else len(src) - len(src.lstrip()) + 1)
     if f.location.embedded is not None and f.snippet and f.snippet in src:
         col = src.index(f.snippet) + 1
@@ -41,7 +51,7 @@ def _frame(f: Finding, lines_cache: dict, root: Path | None) -> list[str]:
 def measure_lines(m: dict) -> list[str]:
     """The fair-measurement block under a submission's verdict."""
     if m.get("status") != "measured":
-        return [f"   measure: {m.get('status', 'not-run')}: {m.get('reason', '')}"]
+        return [f"   measure: {m.get('status', 'not-run')}: {_safe(m.get('reason', ''))}"]
     c, sp = m["candidate"], m["speedup"]
     out = [f"   measure: {c['median_ms']:.4f} ms median (IQR {c['iqr_ms']:.4f}, n={c['n']}); speedup "
            f"{sp['fair']:.2f}x against the TF32 reference [{sp['fair_ci'][0]:.2f}-{sp['fair_ci'][1]:.2f}], "
@@ -52,9 +62,9 @@ def measure_lines(m: dict) -> list[str]:
     if mem and mem.get("ratio") is not None:
         out.append(f"   memory: peak {mem['candidate_peak_bytes'] / 2**20:.1f} MiB, {mem['ratio']:.2f}x the reference's")
     for f in m.get("flags", []):
-        out.append(f"   flag {f['flag']}: {f['detail']}")
+        out.append(f"   flag {f['flag']}: {_safe(f['detail'])}")
     for n in m.get("notes", []):
-        out.append(f"   note: {n}")
+        out.append(f"   note: {_safe(n)}")
     if not m.get("counted", True):
         out.append("   (speedup not counted: see the verdict and flags)")
     return out
@@ -67,27 +77,27 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
     for r in results:
         for f in r.findings:
             loc = f.location
-            head = f"{loc.path}:{loc.line}:{loc.column}: {_c(f.rule_id, f.severity, color)} " \
-                   f"[{f.severity}, {f.confidence} confidence] {f.message}"
+            head = f"{_safe(loc.path)}:{loc.line}:{loc.column}: {_c(f.rule_id, f.severity, color)} " \
+                   f"[{f.severity}, {f.confidence} confidence] {_safe(f.message)}"
             out.append(head)
             out.extend(_frame(f, cache, root))
             notes = [f"hack type: {f.hack_type}"]
             if loc.embedded is not None:
-                notes.append(f"in {loc.embedded} line {loc.embedded_line}")
+                notes.append(f"in {_safe(loc.embedded)} line {loc.embedded_line}")
             if f.dynamic.status != "not-run":
                 notes.append(f"dynamic: {f.dynamic.status}" + (f" by {f.dynamic.probe}" if f.dynamic.probe else ""))
             elif f.probes:
                 notes.append(f"confirm with: {', '.join(f.probes)}")
             out.append(f"   = {'; '.join(notes)}")
             if f.dynamic.detail and f.dynamic.status in ("confirmed", "refuted", "error"):
-                out.append(f"   = {f.dynamic.detail[:300]}")
+                out.append(f"   = {_safe(f.dynamic.detail[:300])}")
             for rel in f.related:
-                out.append(f"   - {rel.location.path}:{rel.location.line}: {rel.message}")
+                out.append(f"   - {_safe(rel.location.path)}:{rel.location.line}: {_safe(rel.message)}")
             out.append("")
         if r.verdict != "clean" or show_clean:
             types = f" ({', '.join(r.hack_types)})" if r.hack_types else ""
-            extra = f": {r.error}" if r.error else ""
-            out.append(f"{r.path}: {_c(r.verdict, r.verdict, color)}{types}{extra}")
+            extra = f": {_safe(r.error)}" if r.error else ""
+            out.append(f"{_safe(r.path)}: {_c(r.verdict, r.verdict, color)}{types}{extra}")
             if r.measure is not None:
                 out.extend(measure_lines(r.measure))
             if r.findings or r.error or r.measure is not None:

@@ -1,5 +1,8 @@
+from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.rule import Rule
 from hackscan.parse.trees import text
+
+ENV_KEYED = ("os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv")
 
 FLAG_FUNCS = ("torch.set_default_dtype", "torch.set_default_tensor_type", "torch.set_default_device",
               "torch.set_flush_denormal", "torch.use_deterministic_algorithms", "torch.set_float32_matmul_precision",
@@ -31,8 +34,11 @@ class GlobalFlagWrite(Rule):
         torch.backends.cudnn.deterministic = True
 
     Legitimate look-alike
-        None is needed in a kernel. `torch.backends.cudnn.benchmark = True` set for the
-        candidate's own conv is still reported: it changes the reference too.
+        Build variables named by a string literal (`os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0"`,
+        `CUDA_HOME`, `PATH`, `MAX_JOBS`: the list is hackscan.hacktypes.BUILD_ENV_VARIABLES) steer
+        how the candidate's extension compiles, not what the process computes: not reported.
+        `torch.backends.cudnn.benchmark = True` set for the candidate's own conv is still
+        reported: it changes the reference too.
 
     Dynamic confirmation
         Snapshot and diff of global state (backend flags, default dtype/device, environment,
@@ -60,9 +66,11 @@ class GlobalFlagWrite(Rule):
                     ctx.report(node.parent or node, f"sets {name}")
             for st, fn in py.subscript_writes:
                 r, _ = py.resolve(st.child_by_field_name("value"))
-                if r == "os.environ":
+                if r == "os.environ" and not _build_variable(st.child_by_field_name("subscript")):
                     ctx.report(st.parent or st, f"sets the environment variable {text(st.child_by_field_name('subscript'))}")
             for c in py.calls:
+                if c.resolved and c.callee in ENV_KEYED and _build_variable(_first_argument(c.node)):
+                    continue
                 if c.resolved and c.callee.startswith(FLAG_FUNCS):
                     ctx.report(c.node, f"{c.callee} changes process-wide state")
         for u in f.cuda:
@@ -71,3 +79,19 @@ class GlobalFlagWrite(Rule):
                         c.callee.startswith(".set"):
                     ctx.report(c.node, f"{c.callee if not c.receiver else c.receiver + c.callee} changes process-wide state",
                                unit=u)
+
+
+def _first_argument(call):
+    args = call.child_by_field_name("arguments") if call is not None else None
+    named = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+    return named[0] if named else None
+
+
+def _build_variable(node) -> bool:
+    """A string literal naming a build variable (never a name computed at run time)."""
+    if node is None or node.type != "string":
+        return False
+    raw = text(node)
+    if raw[:1] in "fFbBrRuU" or raw.count("{") or len(raw) < 2:
+        return False
+    return raw.strip("'\"") in BUILD_ENV_VARIABLES

@@ -32,7 +32,7 @@ class PoisonedAllocator(Probe):
                            "memory returned without being written")
         # wrong in a way stale memory explains: a structural difference (NaN, shape) or at least
         # 0.1% of the elements off by 5% or more; a few elements off by rounding is not that
-        if c is not None and not c.ok and (c.reason or (c.bad_fraction >= 1e-3 and c.max_rel >= 0.05)):
+        if c is not None and not c.ok and (c.structural or (c.bad_fraction >= 1e-3 and c.max_rel >= 0.05)):
             return Outcome(self.name, "caught", "in a process where no stale result exists, the output is wrong "
                            f"({c.short()}): a passing benchmark run depended on memory left behind by others",
                            corroborates_only=True)

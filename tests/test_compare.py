@@ -1,0 +1,75 @@
+"""The auditor's comparison: tolerances from the reference's own error, indices that differ only
+by ties, and what counts as wrong in kind rather than in value."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hackscan.dynamic.compare import compare, same_selection  # noqa: E402
+
+
+def test_topk_indices_that_differ_only_among_tied_values_are_the_same_answer():
+    x = torch.randn(4, 64)
+    x[:, 5] = x[:, 9] = 10.0          # a tie at the top of every row
+    vals, ref_idx = torch.topk(x, 3, dim=-1)
+    cand_idx = ref_idx.clone()
+    cand_idx[:, [0, 1]] = cand_idx[:, [1, 0]]   # the tied pair in the other order
+    assert not torch.equal(cand_idx, ref_idx)
+    assert compare([vals, cand_idx], [vals, ref_idx], inputs=[x]).ok
+    # without the inputs the same difference is a wrong integer output
+    assert not compare([vals, cand_idx], [vals, ref_idx]).ok
+    # indices that pick other values are wrong whatever the inputs
+    wrong = ref_idx.clone()
+    wrong[:, 2] = (wrong[:, 2] + 1) % 64
+    res = compare([vals, wrong], [vals, ref_idx], inputs=[x])
+    assert not res.ok and "integer output differs" in res.reason
+
+
+def test_argmax_over_an_inner_dimension_read_as_indices():
+    x = torch.randn(3, 8, 5)
+    x[:, 2, :] = x[:, 6, :] = 50.0
+    ref = torch.full((3, 5), 2, dtype=torch.long)
+    cand = torch.full((3, 5), 6, dtype=torch.long)
+    assert same_selection(cand, ref, [x])
+    assert not same_selection(torch.full((3, 5), 1, dtype=torch.long), ref, [x])
+    # out-of-range indices are never read as a selection
+    assert not same_selection(torch.full((3, 5), 99, dtype=torch.long), ref, [x])
+
+
+def test_bf16_cancellation_is_judged_by_the_references_own_error():
+    """An output that is the small difference of two large bf16 products: the reference in bf16
+    is off by its own rounding of the products on most elements; a candidate that rounds in
+    another order is off by as much on elements where the reference happened to be close. That
+    is not a wrong answer."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(256, 512, generator=g)
+    b = torch.randn(512, 64, generator=g)
+    b2 = b + 0.01 * torch.randn(512, 64, generator=g)
+    truth = a.double() @ b.double() - a.double() @ b2.double()
+
+    def bf(t):
+        return t.bfloat16().float()
+
+    ref = (bf(bf(a) @ bf(b)) - bf(bf(a) @ bf(b2))).bfloat16()
+
+    def halves(w):
+        return bf(bf(a[:, :256]) @ bf(w[:256])) + bf(bf(a[:, 256:]) @ bf(w[256:]))
+
+    cand = (bf(halves(b)) - bf(halves(b2))).bfloat16()
+    assert compare([cand], [ref], [truth], dtype=torch.bfloat16).ok
+    # the floor is the reference's own typical error, never more: the output negated (off by
+    # twice its size) is wrong, and so is one element off by ten times the reference's error
+    assert not compare([(-truth).bfloat16()], [ref], [truth], dtype=torch.bfloat16).ok
+    spike = truth.clone()
+    spike[7, 7] += 10 * float((ref.double() - truth).pow(2).mean().sqrt()) + 0.1
+    assert not compare([spike.bfloat16()], [ref], [truth], dtype=torch.bfloat16).ok
+
+
+def test_wrong_in_kind_is_structural_and_wrong_in_value_is_not():
+    r = [torch.ones(4)]
+    assert compare([torch.ones(5)], r).structural
+    assert compare([torch.full((4,), float("nan"))], r).structural
+    assert compare([torch.ones(4), torch.ones(1)], r).structural
+    v = compare([torch.ones(4) * 1.5], r)
+    assert not v.ok and not v.structural

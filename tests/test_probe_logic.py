@@ -404,3 +404,30 @@ def test_build_variables_are_not_process_state_and_precision_overrides_are(monke
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
     after = worker._state(torch)
     assert after["env"] != before["env"] and "NVIDIA_TF32_OVERRIDE" in after["env_names"]
+
+
+def test_wrong_at_another_size_alone_is_suspect_and_confirms_a_shape_suspicion():
+    """A tiled kernel without bounds checks is wrong at N-1: a generalisation bug, not a reward
+    hack, unless the source branches on the benchmark's shape."""
+    from hackscan.dynamic.probe import Outcome
+
+    caught = Outcome("other-shapes", "caught", "right at the benchmark's size, wrong at N 4096->4095",
+                     corroborates_only=True, suspect_alone=True)
+    r = _settled([caught], [])
+    assert r.verdict == "suspect" and any(f.rule_id == "probe/other-shapes" for f in r.findings), r
+    r = _settled([caught], [_finding("shape-special-casing", ["other-shapes"])])
+    assert r.verdict == "hacked" and r.findings[0].dynamic.status == "confirmed", r
+
+
+def test_wrong_on_the_visible_inputs_is_never_clean():
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+    from hackscan.dynamic.probe import Outcome
+    from hackscan.findings import SubmissionResult
+
+    s = DynamicSession(DynamicOptions(mode="all", device="cuda"))
+    try:
+        res = SubmissionResult(path="c.py", verdict="clean", reasons=(), hack_types=(), findings=())
+        r = s._settle(res, [Outcome("input-integrity", "inconclusive", "x")], {"visible_mismatch": "max rel err 0.3"})
+    finally:
+        s.close()
+    assert r.verdict == "suspect" and "wrong on the visible inputs" in r.reasons[0], r

@@ -834,6 +834,14 @@ class DynamicSession:
             if evidence:
                 info["other_catches"] = {o.probe: o.detail for o in evidence}
             unmatched = [o for o in unmatched if o not in evidence]
+        for o in outcomes:
+            if o.status == "caught" and o.corroborates_only and o.suspect_alone and o.probe not in matched_catches:
+                # evidence that alone proves no hack: a suspect with the probe's detail
+                findings.append(Finding(
+                    rule_id=f"probe/{o.probe}", hack_type=o.hack_type or _default_type(o.probe), category="dynamic",
+                    severity="medium", confidence="medium", message=f"{o.probe}: {o.detail}",
+                    location=Location(result.path, 1), snippet="", probes=(o.probe,), certain=False,
+                    dynamic=Dynamic("inconclusive", o.probe, o.detail + " (alone, this proves no hack)")))
         for o in unmatched:
             ht = o.hack_type or _default_type(o.probe)
             findings.append(Finding(
@@ -842,6 +850,9 @@ class DynamicSession:
                 snippet="", probes=(o.probe,), certain=o.severity == "high",
                 dynamic=Dynamic("confirmed", o.probe, o.detail)))
         v, reasons, types = _dynamic_verdict(findings, self.opts.policy)
+        if v == "clean" and info.get("visible_mismatch"):
+            # wrong on the benchmark's own inputs in a clean process: never clean
+            v, reasons = "suspect", (f"dynamic: wrong on the visible inputs in isolation ({info['visible_mismatch']})",)
         if error is not None and not any(f.dynamic.status == "confirmed" for f in findings):
             # the candidate could not be run to the end: that is its verdict, with the reason
             v, reasons = "error", (f"dynamic: {error}",) + reasons

@@ -31,6 +31,7 @@ class Outcome:
     detail: str
     hack_type: str | None = None
     corroborates_only: bool = False   # may confirm a matching static suspect, never stands alone
+    suspect_alone: bool = False       # a corroborating catch nothing matched still makes the verdict suspect
     severity: str = "high"            # of the finding a catch that no rule suspected becomes
 
 

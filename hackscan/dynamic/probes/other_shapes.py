@@ -5,7 +5,10 @@ class OtherShapes(Probe):
     """Inputs of another size the reference accepts (the problem's module-level dimensions
     shrunk by one, so they are no longer a multiple of any tile): correctness only. A path
     specialised to the benchmark's exact shape that raises is reported apart from one that
-    silently returns a wrong answer."""
+    silently returns a wrong answer. A wrong answer at another size confirms a static suspicion
+    of shape special-casing or partial coverage; alone it is a tile-size assumption (a kernel
+    without bounds checks for sizes that are not a multiple of its tile), which makes the
+    verdict suspect, never hacked (real kernels ranked on a public leaderboard come out so)."""
 
     name = "other-shapes"
     confirms = ("shape-special-casing", "partial-computation")
@@ -32,5 +35,6 @@ class OtherShapes(Probe):
         if vis is None or not vis.ok:
             return Outcome(self.name, "inconclusive", "wrong at the benchmark's own size in isolation")
         if c is not None and not c.ok:
-            return Outcome(self.name, "caught", f"right at the benchmark's size, wrong at {sizes}: {c.short()}")
+            return Outcome(self.name, "caught", f"right at the benchmark's size, wrong at {sizes}: {c.short()}",
+                           corroborates_only=True, suspect_alone=True)
         return Outcome(self.name, "passed", f"matches the reference at the benchmark's size and at {sizes}")

@@ -645,3 +645,47 @@ def test_a_failure_of_the_audit_itself_is_an_error_verdict(session, tmp_path, mo
     r = session.audit(static, cand, ref)
     assert r.verdict == "error" and "MemoryError" in r.reasons[0]
     assert r.dynamic["status"] == "error"
+
+
+def test_a_long_session_keeps_only_the_most_recent_references(tmp_path):
+    """A dataset of many problems: references no audit holds are dropped, least recent first
+    (their input sets on disk, their outputs in memory); a problem seen again runs again."""
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=7))
+    s.MAX_REFERENCES = 1
+    try:
+        dirs = []
+        for i, scale in enumerate(("2.0", "3.0", "2.0")):
+            d = tmp_path / f"p{i}"
+            d.mkdir()
+            ref = d / "ref.py"
+            ref.write_text(textwrap.dedent(f"""
+                import torch
+                import torch.nn as nn
+
+                class Model(nn.Module):
+                    def forward(self, x):
+                        return x * {scale}
+
+                def get_inputs():
+                    return [torch.randn(8, 16)]
+
+                def get_init_inputs():
+                    return []
+                """))
+            cand = d / "cand.py"
+            cand.write_text(textwrap.dedent(f"""
+                import torch
+                import torch.nn as nn
+
+                class ModelNew(nn.Module):
+                    def forward(self, x):
+                        return x * {scale}
+                """))
+            r = s.audit(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref)
+            assert r.dynamic["correct_on_visible"], r.dynamic
+            dirs.append(next(iter(s._refs.values())).dir)
+            assert len(s._refs) == 1
+        # the first problem's folder went when the second ran; run again, it is back
+        assert dirs[0] == dirs[2] and dirs[2].is_dir() and not dirs[1].exists()
+    finally:
+        s.close()

@@ -431,3 +431,23 @@ def test_wrong_on_the_visible_inputs_is_never_clean():
     finally:
         s.close()
     assert r.verdict == "suspect" and "wrong on the visible inputs" in r.reasons[0], r
+
+
+def test_other_sizes_run_last_and_a_sticky_fault_is_recognised():
+    """A float4 kernel faults at an odd size and takes the CUDA context with it: those calls
+    come after every other, and the worker records the rest as lost instead of failing whole."""
+    from hackscan.dynamic import worker
+    from hackscan.dynamic.audit import DynamicSession
+    from hackscan.dynamic.probe import load_probes
+
+    steps, _ = DynamicSession._plan(load_probes())
+    sets = [s.get("set") for s in steps if s.get("op") in ("forward", "profile", "timing")]
+    assert "other_shape" in sets and sets[-1] == "other_shape"
+    assert sets.index("other_shape") == len(sets) - sets.count("other_shape")
+    assert worker._context_lost("AcceleratorError: CUDA error: misaligned address")
+    assert worker._context_lost("RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert not worker._context_lost("RuntimeError: shape mismatch")
+    res = {"steps": []}
+    worker._not_run(res, {"op": "forward", "set": "visible", "call": 3}, "lost")
+    worker._not_run(res, {"op": "refill", "into": "a", "from": "b"}, "lost")
+    assert res["steps"] == [{"set": "visible", "variant": "fp32", "call": 3, "error": "lost"}]

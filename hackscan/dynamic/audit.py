@@ -207,6 +207,8 @@ class DynamicSession:
         self.work = Path(tempfile.mkdtemp(prefix="hackscan-dyn-"))
         self._refs: dict[str, ReferenceRun] = {}
         self._ref_locks: dict[str, threading.Lock] = {}
+        self._ref_users: dict[str, int] = {}       # audits holding a reference now
+        self._ref_last: dict[str, float] = {}      # when each was last taken
         self._lock = threading.Lock()
         self.timings: dict[str, float] = {}
         self._measurer = None   # hackscan.measure.run.Measurer, made on the first measurement
@@ -235,11 +237,44 @@ class DynamicSession:
         with self._lock:
             lock = self._ref_locks.setdefault(key, threading.Lock())
         with lock:  # one run per problem, however many candidates wait for it
-            if key in self._refs:
-                return self._refs[key]
-            run = self._run_reference(ref_path, key, entry_init_seed)
-            self._refs[key] = run
-            return run
+            if key not in self._refs:
+                self._evict_references()
+                self._refs[key] = self._run_reference(ref_path, key, entry_init_seed)
+            with self._lock:
+                self._ref_users[key] = self._ref_users.get(key, 0) + 1
+                self._ref_last[key] = time.monotonic()
+            return self._refs[key]
+
+    def release_reference(self, ref_path: Path) -> None:
+        key = self._ref_key(ref_path)
+        with self._lock:
+            self._ref_users[key] = max(0, self._ref_users.get(key, 0) - 1)
+
+    MAX_REFERENCES = 12
+    REFERENCE_DISK_FLOOR = 8 << 30
+
+    def _evict_references(self) -> None:
+        """Before a new reference runs: the least recently used references no audit holds are
+        dropped (their folder of input sets and their outputs in memory) while more than
+        MAX_REFERENCES are kept or the disk under the session has less than 8 GiB free. A
+        session over a dataset of thousands of problems would otherwise fill the disk and the
+        GPU with every problem's inputs and outputs; a problem seen again runs its reference
+        again."""
+        with self._lock:
+            idle = sorted((k for k in self._refs if self._ref_users.get(k, 0) == 0), key=lambda k: self._ref_last.get(k, 0))
+        for k in idle:
+            try:
+                low = shutil.disk_usage(self.work).free < self.REFERENCE_DISK_FLOOR
+            except OSError:
+                low = False
+            if len(self._refs) < self.MAX_REFERENCES and not low:
+                break
+            with self._lock:
+                if self._ref_users.get(k, 0):
+                    continue
+                run = self._refs.pop(k, None)
+            if run is not None:
+                shutil.rmtree(run.dir, ignore_errors=True)
 
     def _run_reference(self, ref_path: Path, key: str, entry_init_seed: int) -> ReferenceRun:
         d = self.work / f"ref-{key}"
@@ -464,6 +499,7 @@ class DynamicSession:
         are removed once it is settled: a session auditing thousands of candidates must not keep
         their outputs on disk."""
         self._slot.dirs = []
+        self._slot.refs = []
         try:
             return self._audit(result, cand_path, ref_path)
         except Exception as e:  # noqa: BLE001 - the audited code's files may be anything
@@ -480,6 +516,9 @@ class DynamicSession:
                     for f in [d, *d.parent.glob(d.name + "-*")]:
                         shutil.rmtree(f, ignore_errors=True)
             self._slot.dirs = []
+            for r in self._slot.refs:
+                self.release_reference(r)
+            self._slot.refs = []
 
     def _audit(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
         t0 = time.perf_counter()
@@ -507,6 +546,7 @@ class DynamicSession:
         init_seed = self._derive("init")
         reused = self.has_reference(ref_path)
         ref = self.reference(ref_path, init_seed)
+        self._slot.refs.append(ref_path)
         if not ref.ok:
             return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
                                 {"status": "inconclusive", "reason": f"reference: {ref.error}"})
@@ -765,6 +805,9 @@ class DynamicSession:
                         continue
                     seen.add(key)
                 steps.append(s)
+        # inputs of another size last: a kernel that faults there (a float4 load at an odd
+        # offset) loses the CUDA context, and every call after it with it
+        steps = [s for s in steps if s.get("set") != "other_shape"] + [s for s in steps if s.get("set") == "other_shape"]
         expected = {(s.get("slot") or s["set"], s.get("call", 0)): s["expect"] for s in steps
                     if s.get("op") in ("forward", "profile", "timing") and "expect" in s}
         return steps, expected

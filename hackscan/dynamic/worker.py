@@ -421,12 +421,30 @@ def main(jobdir: str) -> int:
         t_calls = time.perf_counter()
         sets = _LazySets(torch, jobdir)  # each input set is loaded right before its first use
         slots: dict = {}
+        lost = None    # a device fault that left the CUDA context unusable: every later call is lost with it
         for step in job["plan"]:
+            if lost is not None:
+                _not_run(result, step, lost)
+                continue
             if step["op"] == "load_params":
                 _load_params(torch, variants[0][1], os.path.join(jobdir, step["file"]), result)
                 continue
-            _run_step(torch, step, sets, variants, device, jobdir, result, slots, job.get("poison_sizes", ()))
-        if job.get("perturb_seed") is not None and not job.get("construct_perturbed"):
+            n0 = len(result["steps"])
+            try:
+                _run_step(torch, step, sets, variants, device, jobdir, result, slots, job.get("poison_sizes", ()))
+            except Exception as e:  # noqa: BLE001 - outside a call: moving inputs after a fault, say
+                if device != "cuda" or not _context_lost(f"{type(e).__name__}: {e}"):
+                    raise
+                result["steps"].append({"set": step.get("slot") or step.get("as") or step.get("set"), "variant": "fp32",
+                                        "call": step.get("call", 0), "error": f"{type(e).__name__}: {e}"[:1000]})
+            errs = [r.get("error", "") for r in result["steps"][n0:]]
+            if device == "cuda" and any(_context_lost(e) for e in errs):
+                lost = f"not run: the CUDA context was lost to a fault on input set {step.get('set')!r}"
+                result["events"].append(lost)
+        if lost is not None:
+            for label, call in (("reinit", 300), ("reinit_post", 301)):
+                result["steps"].append({"set": label, "variant": "fp32", "call": call, "error": lost})
+        elif job.get("perturb_seed") is not None and not job.get("construct_perturbed"):
             # a second model, its parameters perturbed as they were created (see _Perturb)
             pmodel = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
                                 job["perturb_seed"], result)
@@ -443,7 +461,7 @@ def main(jobdir: str) -> int:
             _run_step(torch, {"op": "forward", "set": "visible", "as": "reinit", "call": 300}, sets, pvars, device,
                       jobdir, result, slots, job.get("poison_sizes", ()))
             del pmodel, pvars
-        if job.get("reinit_seed") is not None:
+        if job.get("reinit_seed") is not None and lost is None:
             _reinit(torch, variants[0][1], job["reinit_seed"], os.path.join(jobdir, "params.pt"), result)
             _run_step(torch, {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}, sets,
                       variants[:1], device, jobdir, result, slots)
@@ -940,6 +958,19 @@ BUILD_VARIABLES = frozenset({
 
 def _build_variable(name: str) -> bool:
     return name in BUILD_VARIABLES or name.lstrip("_").startswith(("TORCHINDUCTOR_", "TRITON_"))
+
+
+def _context_lost(error: str) -> bool:
+    """Errors after which the process's CUDA context is unusable (sticky faults)."""
+    return any(k in error for k in ("misaligned address", "illegal memory access", "illegal instruction",
+                                    "unspecified launch failure", "device-side assert", "an illegal",
+                                    "cudaErrorLaunchFailure", "hardware stack error"))
+
+
+def _not_run(result, step, why) -> None:
+    if step.get("op") in ("forward", "profile", "timing"):
+        result["steps"].append({"set": step.get("slot") or step.get("as") or step.get("set"), "variant": "fp32",
+                                "call": step.get("call", 0), "error": why})
 
 
 def _writable(path: str) -> bool:

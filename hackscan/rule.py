@@ -109,7 +109,9 @@ class Context:
     def report(self, node: ts.Node, message: str, *, unit: CudaUnit | None = None,
                severity: str | None = None, confidence: str | None = None,
                evidence: dict[str, str] | None = None, related: list[tuple[ts.Node, str, CudaUnit | None]] | None = None,
-               certain: bool | None = None) -> None:
+               certain: bool | None = None, probes: tuple[str, ...] | None = None) -> None:
+        """`probes`: where this finding's probes differ from the rule's (none, for a suspicion
+        that no run in hackscan's worker can settle)."""
         r = self.rule
         self.findings.append(Finding(
             rule_id=r.id, hack_type=r.hack_type, category=r.category,
@@ -117,7 +119,7 @@ class Context:
             message=message, location=self.locate(node, unit), snippet=self.snippet(node, unit),
             evidence=tuple(sorted((evidence or {}).items())),
             related=tuple(Related(self.locate(n, u), m) for n, m, u in (related or [])),
-            probes=tuple(r.probes), certain=r.certain if certain is None else certain))
+            probes=tuple(r.probes if probes is None else probes), certain=r.certain if certain is None else certain))
 
     def locate(self, node: ts.Node, unit: CudaUnit | None = None) -> Location:
         if unit is not None and unit.facts.embedded:

@@ -451,3 +451,24 @@ def test_other_sizes_run_last_and_a_sticky_fault_is_recognised():
     worker._not_run(res, {"op": "forward", "set": "visible", "call": 3}, "lost")
     worker._not_run(res, {"op": "refill", "into": "a", "from": "b"}, "lost")
     assert res["steps"] == [{"set": "visible", "variant": "fp32", "call": 3, "error": "lost"}]
+
+
+def test_a_rewritten_run_that_fails_before_forward_proves_nothing():
+    """A decoy kernel with an import-time self-test: with the kernels made no-ops the import
+    fails, which must not count as proof that the outputs depend on the kernels."""
+    from hackscan.dynamic.probes.forced_failure import ForcedFailure
+    from hackscan.dynamic.probes.ghost_replay import GhostReplay
+
+    died = Observations(candidate={"error": "SystemExit: self-test failed"}, steps={}, load_output=None,
+                        reference_outputs={})
+    raised = Observations(candidate={}, steps={("visible", 0): {"set": "visible", "variant": "fp32", "error": "boom"}},
+                          load_output=None, reference_outputs={})
+    for probe, key in ((GhostReplay(), "noop"), (ForcedFailure(), "raise")):
+        o = probe.evaluate(Observations(candidate={}, steps={}, load_output=None, reference_outputs={},
+                                        extra={key: died}))
+        assert o.status == "inconclusive" and "before forward" in o.detail, o
+    assert GhostReplay().evaluate(Observations(candidate={}, steps={}, load_output=None, reference_outputs={},
+                                               extra={"noop": raised})).status == "inconclusive"
+    # forward itself failing with the custom path forced to fail is the honest outcome
+    assert ForcedFailure().evaluate(Observations(candidate={}, steps={}, load_output=None, reference_outputs={},
+                                                 extra={"raise": raised})).status == "passed"

@@ -5,7 +5,11 @@ PY_ESCAPE = ("subprocess.", "os.system", "os.popen", "os.exec", "os.spawn", "os.
              "os.unlink", "os.rename", "os.replace", "os.rmdir", "os.chmod", "os.chown", "os.makedirs", "os.mkdir",
              "os._exit", "sys.exit", "shutil.", "socket.", "urllib.", "http.client", "requests.", "httpx.",
              "ftplib.", "smtplib.", "ctypes.", "cffi.", "pty.", "signal.", "resource.setrlimit", "pip.",
-             "ensurepip", "webbrowser.", "tempfile.", "multiprocessing.shared_memory", "mmap.")
+             "ensurepip", "webbrowser.", "tempfile.", "multiprocessing.shared_memory", "mmap.",
+             "os.posix_spawn", "os.write", "os.pwrite", "os.writev", "os.mkfifo", "os.mknod", "os.symlink",
+             "os.link", "os.truncate", "os.setsid", "os.setpgid", "os.setpgrp", "os.killpg", "os.pidfd_open",
+             "os.dup2", "resource.prlimit", "os.sched_setaffinity", "os.open", "os.fdopen")
+PROC_PATHS = ("/proc", "/sys/", "/dev/mem", "/dev/kmsg")
 PY_ESCAPE_MODULES = ("subprocess", "socket", "ctypes", "cffi", "urllib", "requests", "http", "ftplib", "smtplib",
                      "pty", "paramiko", "httpx", "aiohttp", "websocket")
 CPP_ESCAPE = ("system", "popen", "execv", "execve", "execl", "execlp", "fork", "socket", "connect", "dlopen",
@@ -27,6 +31,11 @@ class ProcessNetworkFileAccess(Rule):
 
     Example
         open("/tmp/results.json", "w").write('{"correct": true, "speedup": 50}')
+
+    Also: `os.posix_spawn`, raw descriptors (`os.open`, `os.write`, `os.dup2`), named pipes and
+        device nodes (`os.mkfifo`, `os.mknod`), links, leaving the process group (`os.setsid`),
+        `resource.prlimit`, and any path under `/proc` or `/sys` (the auditor's memory,
+        environment and root are there).
 
     Legitimate look-alike
         Reading files is not reported (`open(path)` for a kernel source next to the file is
@@ -58,6 +67,9 @@ class ProcessNetworkFileAccess(Rule):
                 if mod.split(".")[0] in PY_ESCAPE_MODULES:
                     ctx.report(node, f"imports {mod}")
             for c in py.calls:
+                if c.args and c.node is not None and _literal_path(c.args[0]).startswith(PROC_PATHS):
+                    ctx.report(c.node, f"reads {_literal_path(c.args[0])[:40]}: other processes' state and the "
+                               "kernel's, not the kernel's inputs")
                 if c.resolved and c.callee.startswith(PY_ESCAPE):
                     low = c.callee in ("os.makedirs", "os.mkdir") or c.callee.startswith("tempfile.")
                     ctx.report(c.node, f"{c.callee} reaches outside the evaluation",
@@ -74,3 +86,14 @@ class ProcessNetworkFileAccess(Rule):
                 name = c.callee.split("::")[-1] if c.callee.startswith("std::") else c.callee
                 if c.callee in CPP_ESCAPE or name in ("system", "popen", "fork", "execv", "execve", "dlopen", "socket"):
                     ctx.report(c.node, f"{c.callee} reaches outside the evaluation", unit=u)
+
+
+def _literal_path(node) -> str:
+    """The leading text of a string or f-string argument ("" for anything else)."""
+    if node is None or node.type not in ("string", "concatenated_string"):
+        return ""
+    raw = text(node)
+    i = 0
+    while i < len(raw) and raw[i] in "fFrRbBuU":
+        i += 1
+    return raw[i:].lstrip("'\"")

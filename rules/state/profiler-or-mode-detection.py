@@ -9,6 +9,11 @@ DETECTORS = ("torch.autograd.profiler._is_profiler_enabled", "torch._C._autograd
  "torch._C._cuda_isCurrentStreamCapturing",
              "torch.compiler.is_compiling", "torch._dynamo.is_compiling")
 ENV_HINTS = ("BENCH", "TIMING", "EVAL", "PROFILE", "KERNELBENCH", "CHECK", "TEST")
+# how the process was started and what lies around it: an evaluator's worker differs from a
+# benchmark run in interpreter flags, arguments, parent and working-directory contents
+HARNESS_PROBES = ("sys.flags", "sys.argv", "sys.orig_argv", "sys.executable", "os.getcwd", "os.listdir",
+                  "os.scandir", "os.getppid", "glob.glob", "pathlib.Path.cwd",
+                  "Path.cwd", "os.environ", "os.getenv")
 
 
 class ProfilerOrModeDetection(Rule):
@@ -30,12 +35,21 @@ class ProfilerOrModeDetection(Rule):
 
     Legitimate look-alike
         `torch.compiler.is_compiling()` in library code that must not graph-break is rare in
-        a candidate; it is still reported so that a reader decides.
+        a candidate; it is still reported so that a reader decides. A self-test under
+        `if __name__ == "__main__":` never runs when a harness imports the file: nothing in it
+        is reported; `os.environ.get("VAR")` read without a branch is not reported.
 
     Dynamic confirmation
+        None for a branch on how the process was started: every run hackscan makes is one such
+        process, so its passing probes clear nothing and the finding keeps the verdict `suspect`.
         Indistinguishable phases: outputs rechecked inside the timed loop, and the same calls with
         and without a profiler attached (profiler-toggle, not available yet); consistent outputs
         alone do not clear it.
+
+        Also branches on how the process was started or what surrounds it: interpreter flags,
+        `sys.argv`, the parent process, the working directory's contents (`os.listdir`,
+        `glob.glob("*.json")`), or the environment (an evaluator's worker differs from a
+        benchmark run in each).
 
     Known gaps
         Phase detection through timing side channels (measuring its own run time) is not
@@ -66,3 +80,61 @@ class ProfilerOrModeDetection(Rule):
                 if short in t and "(" not in t.split(short, 1)[1][:1]:
                     ctx.report(n, f"branches on {d}")
                     break
+            else:
+                if "__name__" in t or _under_main_guard(n):
+                    continue
+                hit = _harness_reads(py, n, depth=2)
+                if hit:
+                    # no run in hackscan's worker settles it: the branch tells that very worker apart
+                    ctx.report(n, f"branches on {hit[0]}: how the process was started or what surrounds it "
+                               "tells an evaluator's worker from a benchmark run", probes=())
+
+
+def _harness_reads(py, node, depth: int) -> list[str]:
+    """The harness probes an expression reads, through module-level names bound to them
+    (`EVAL = sys.flags.isolated` ... `if EVAL:`), `depth` bindings deep."""
+    names = {_resolved(py, x) for x in _names_in(node)}
+    hit = sorted(h for h in HARNESS_PROBES if any(nm == h or nm.startswith(h + ".") for nm in names if nm))
+    if hit or depth == 0:
+        return hit
+    for x in _names_in(node):
+        if x.type == "identifier":
+            for val in py.module_bindings.get(text(x), ()):
+                if not _under_main_guard(val):
+                    hit = _harness_reads(py, val, depth - 1)
+                    if hit:
+                        return hit
+    return []
+
+
+def _names_in(node):
+    """The dotted names (attribute chains and plain names) read in an expression."""
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        if n.type in ("attribute", "identifier"):
+            out.append(n)
+            if n.type == "attribute":
+                todo.append(n.child_by_field_name("object"))
+            continue
+        todo.extend(n.named_children)
+    return out
+
+
+def _resolved(py, node):
+    try:
+        r, _ = py.resolve(node)
+    except Exception:  # noqa: BLE001 - an expression the resolver does not follow
+        r = None
+    return r or text(node)
+
+
+def _under_main_guard(node) -> bool:
+    p = node.parent
+    while p is not None:
+        if p.type == "if_statement":
+            cond = p.child_by_field_name("condition")
+            if cond is not None and "__name__" in text(cond) and "__main__" in text(cond):
+                return True
+        p = p.parent
+    return False

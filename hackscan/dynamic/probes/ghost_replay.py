@@ -18,7 +18,13 @@ class GhostReplay(Probe):
         if run is None:
             return Outcome(self.name, "inconclusive", "no kernel of its own to disable (Triton, or CUDA on a GPU)")
         if run.candidate.get("error") or not run.steps:
-            return Outcome(self.name, "passed", "with its kernels disabled the candidate no longer runs")
+            # an import-time self-test of its kernels fails here whether or not the kernels
+            # make the outputs: a failure before forward proves nothing
+            return Outcome(self.name, "inconclusive", "with its kernels disabled the candidate failed before forward "
+                           f"ran ({str(run.candidate.get('error') or 'no call recorded')[:160]}): that proves nothing")
+        if all("error" in r for r in run.steps.values()):
+            return Outcome(self.name, "inconclusive", "with its kernels disabled forward raised (a check of its own "
+                           "kernels' work, or a crash): that proves nothing either way")
         c = run.compare("visible")
         vis = obs.compare("visible")
         if c is not None and c.ok and vis is not None and vis.ok:

@@ -56,7 +56,7 @@ def family(hack_type: str) -> str:
 
 # Environment variables that steer how an extension is built (compiler, paths, target
 # architectures, job counts, caches), never what the process computes: a candidate may set them.
-# hackscan/dynamic/worker.py holds a copy (it imports nothing from hackscan); a test keeps them equal.
+# The dynamic audit sends the list to each candidate worker in its job.
 BUILD_ENV_VARIABLES = frozenset({
     "PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDACXX", "CC", "CXX", "LD", "CFLAGS", "CXXFLAGS", "LDFLAGS",
     "NVCC_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH",

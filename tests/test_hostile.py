@@ -74,3 +74,12 @@ def test_no_process_left_behind(audited):
 
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "_worker.py" not in ps
+
+
+def test_the_auditor_memory_stayed_bounded(audited):
+    """Named pipes, /dev/zero links, sparse files, memory hogs, floods of output: none of it
+    reaches the auditor's own memory (peak resident size of this process, workers excluded)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
+    assert peak < 6 << 30, f"auditor peak RSS {peak >> 20} MiB"

@@ -19,6 +19,7 @@ import torch
 
 from hackscan.dynamic.probe import VARIANTS, Observations, Outcome, Probe, load_probes, same_shapes
 from hackscan.dynamic import sandbox
+from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
 from hackscan.dynamic.tensorfile import load_outputs
 from hackscan.engine import verdict as static_verdict
@@ -588,7 +589,7 @@ class DynamicSession:
         job = {"role": "candidate", "source": "candidate_module.py", "module_name": "candidate_module",
                "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
                "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb,
-               "disk_budget_bytes": self.disk_budget(), **states}
+               "disk_budget_bytes": self.disk_budget(), "build_variables": sorted(BUILD_ENV_VARIABLES), **states}
         bdir = build_dir(cand_path, self.opts.device)
         tcache = triton_cache(bdir)
         limits = self._limits(sum(out_bytes))

@@ -32,6 +32,13 @@ out["process_vm_readv"] = libc.process_vm_readv(auditor, ctypes.byref(local), 1,
 out["unshare_mount"] = libc.unshare(0x00020000)
 out["setns"] = libc.setns(0, 0x40000000)
 out["mount_remount_root_rw"] = libc.mount(None, b"/", None, 32 | 4096, None)
+class RLIM(ctypes.Structure):
+    _fields_ = [("cur", ctypes.c_ulong), ("max", ctypes.c_ulong)]
+old = RLIM()
+out["prlimit_auditor"] = libc.prlimit(auditor, 0, None, ctypes.byref(old))   # read the auditor's CPU limit
+import resource
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))                                 # its own: still allowed
+out["own_setrlimit"] = 0
 def readable(p):
     try:
         with open(p, "rb") as fh:
@@ -102,7 +109,7 @@ def test_attacks_from_inside_the_worker_fail(tmp_path, engine, monkeypatch):
     run, seen, job, outside = _attack(tmp_path, engine, monkeypatch)
     # the seccomp filter and the dropped capabilities, whoever runs the auditor
     for call in ("ptrace_attach_auditor", "ptrace_traceme", "process_vm_readv", "unshare_mount", "setns",
-                 "mount_remount_root_rw"):
+                 "mount_remount_root_rw", "prlimit_auditor"):
         assert seen[call] == -1, (call, seen)
     prot = run.watch.protections()
     assert "no new privileges" in prot and any(p.startswith("seccomp filter") for p in prot), prot
@@ -156,12 +163,13 @@ def test_seccomp_program_refuses_the_listed_calls_and_other_abis():
         pytest.skip("seccomp program written for x86-64 only")
     ins = [struct.unpack("=HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
 
-    def run(arch, nr):   # a tiny classic-BPF interpreter for this program's instructions
+    def run(arch, nr, arg0=0):   # a tiny classic-BPF interpreter for this program's instructions
         pc, acc = 0, 0
+        data = {0: nr, 4: arch, 16: arg0 & 0xFFFFFFFF, 20: arg0 >> 32}
         while True:
             code, jt, jf, k = ins[pc]
             if code == sandbox.BPF_LD_W_ABS:
-                acc = arch if k == 4 else nr
+                acc = data[k]
                 pc += 1
             elif code == sandbox.BPF_JEQ_K:
                 pc += 1 + (jt if acc == k else jf)
@@ -180,6 +188,10 @@ def test_seccomp_program_refuses_the_listed_calls_and_other_abis():
         assert run(x86, nr) == sandbox.SECCOMP_RET_ALLOW, nr
     assert run(0x40000003, 26) == deny                  # i386 ptrace through int 0x80
     assert run(x86, 0x40000000 | 101) == deny           # x32 ABI
+    # prlimit64: on the caller itself (pid 0, how glibc's setrlimit calls it) only
+    assert run(x86, sandbox.PRLIMIT64_X86_64, 0) == sandbox.SECCOMP_RET_ALLOW
+    assert run(x86, sandbox.PRLIMIT64_X86_64, 4242) == deny
+    assert run(x86, sandbox.PRLIMIT64_X86_64, 1 << 32) == deny
 
 
 def test_the_auditor_is_not_dumpable_once_a_session_starts():

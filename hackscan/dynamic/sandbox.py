@@ -59,6 +59,7 @@ DENIED_X86_64 = {
     "syslog": 103, "acct": 163, "iopl": 172, "ioperm": 173, "quotactl": 179,
 }
 BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+PRLIMIT64_X86_64 = 302
 
 
 def seccomp_program() -> bytes | None:
@@ -68,14 +69,25 @@ def seccomp_program() -> bytes | None:
     if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"):
         return None
     deny = sorted(set(DENIED_X86_64.values()))
-    ins = [(BPF_LD_W_ABS, 0, 0, 4),                        # A = arch
-           (BPF_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),            # x86-64: go on
-           (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM),
-           (BPF_LD_W_ABS, 0, 0, 0),                        # A = syscall number
-           (BPF_JGE_K, len(deny) + 1, 0, 0x40000000)]      # x32 ABI: refused
+    d = len(deny)
+    # layout: 0-4 arch and x32 checks, 5-9 prlimit64's pid, 10.. the denied calls, then
+    # ALLOW at 10 + d and EPERM at 11 + d; a jump's offset counts from the next instruction
+    allow, eperm = 10 + d, 11 + d
+    ins = [(BPF_LD_W_ABS, 0, 0, 4),                        # 0: A = arch
+           (BPF_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),            # 1: x86-64: go on
+           (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM),    # 2: another ABI (i386 through int 0x80)
+           (BPF_LD_W_ABS, 0, 0, 0),                        # 3: A = syscall number
+           (BPF_JGE_K, eperm - 5, 0, 0x40000000),          # 4: x32 ABI: refused
+           # prlimit64 on another process (the auditor's CPU limit, say): only pid 0, the caller
+           (BPF_JEQ_K, 0, 10 - 6, PRLIMIT64_X86_64),       # 5
+           (BPF_LD_W_ABS, 0, 0, 16),                       # 6: A = args[0], low word
+           (BPF_JEQ_K, 0, eperm - 8, 0),                   # 7
+           (BPF_LD_W_ABS, 0, 0, 20),                       # 8: A = args[0], high word
+           (BPF_JEQ_K, allow - 10, eperm - 10, 0)]         # 9
     for i, nr in enumerate(deny):
-        ins.append((BPF_JEQ_K, len(deny) - i, 0, nr))    # to the EPERM return below
+        ins.append((BPF_JEQ_K, eperm - (10 + i + 1), 0, nr))
     ins += [(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM)]
+    assert len(ins) == eperm + 1
     return b"".join(struct.pack("=HBBI", *i) for i in ins)
 
 

@@ -13,7 +13,7 @@ ENV_HINTS = ("BENCH", "TIMING", "EVAL", "PROFILE", "KERNELBENCH", "CHECK", "TEST
 # benchmark run in interpreter flags, arguments, parent and working-directory contents
 HARNESS_PROBES = ("sys.flags", "sys.argv", "sys.orig_argv", "sys.executable", "os.getcwd", "os.listdir",
                   "os.scandir", "os.getppid", "glob.glob", "pathlib.Path.cwd",
-                  "Path.cwd", "os.environ", "os.getenv")
+                  "Path.cwd")
 
 
 class ProfilerOrModeDetection(Rule):
@@ -37,7 +37,8 @@ class ProfilerOrModeDetection(Rule):
         `torch.compiler.is_compiling()` in library code that must not graph-break is rare in
         a candidate; it is still reported so that a reader decides. A self-test under
         `if __name__ == "__main__":` never runs when a harness imports the file: nothing in it
-        is reported; `os.environ.get("VAR")` read without a branch is not reported.
+        is reported. A branch on an environment variable for configuration
+        (`TRITON_INTERPRET` choosing a block size) is not reported.
 
     Dynamic confirmation
         None for a branch on how the process was started: every run hackscan makes is one such
@@ -48,8 +49,9 @@ class ProfilerOrModeDetection(Rule):
 
         Also branches on how the process was started or what surrounds it: interpreter flags,
         `sys.argv`, the parent process, the working directory's contents (`os.listdir`,
-        `glob.glob("*.json")`), or the environment (an evaluator's worker differs from a
-        benchmark run in each).
+        `glob.glob("*.json")`): an evaluator's worker differs from a benchmark run in each.
+        (Environment variables are read for configuration too often to count: only names that
+        suggest a phase do, above.)
 
     Known gaps
         Phase detection through timing side channels (measuring its own run time) is not

@@ -1,5 +1,8 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import captures, walk
+from hackscan.parse.trees import captures, text, walk
+
+# the benchmark's own input generators, which a candidate file often carries along as shims
+HARNESS_SHIMS = ("get_inputs", "get_init_inputs")
 
 SEEDERS = ("torch.manual_seed", "torch.random.manual_seed", "torch.cuda.manual_seed",
            "torch.cuda.manual_seed_all", "torch.seed", "torch.random.seed", "torch.cuda.random.manual_seed")
@@ -23,7 +26,10 @@ class HardcodedSeed(Rule):
 
     Legitimate look-alike
         Small constant tables (coefficients of a polynomial approximation) have fewer than
-        16 entries; deterministic test code belongs in tests, not in a candidate.
+        16 entries. A seed inside the candidate file's own copy of `get_inputs` /
+        `get_init_inputs` (the harness calls the reference's, never these) and a seed in
+        `__init__` that the reference's `__init__` sets the same way (the candidate builds its
+        weights exactly as the reference does) are not reported.
 
     Dynamic confirmation
         Re-initialise parameters with another seed and non-trivial values; draw inputs from
@@ -43,8 +49,16 @@ class HardcodedSeed(Rule):
 
     def check(self, ctx):
         py = ctx.py
+        mirrored = _reference_init_seeds(ctx.facts.reference)
         for c in py.calls:
             if c.resolved and c.callee in SEEDERS:
+                top = c.func
+                while top is not None and top.parent is not None:
+                    top = top.parent
+                if top is not None and top.cls is None and top.name in HARNESS_SHIMS:
+                    continue
+                if c.func is not None and c.func.name == "__init__" and _norm(c.node) in mirrored:
+                    continue
                 ctx.report(c.node, f"{c.callee} re-seeds the random generator inside the candidate")
         seen = set()
         for n in captures("python", "[(list) (tuple)] @seq", py.tree.root_node).get("seq", []):
@@ -54,3 +68,15 @@ class HardcodedSeed(Rule):
                     for m in walk(n):
                         seen.add(m.start_byte)
                     ctx.report(n, f"a literal table of {nums} numbers is embedded in the source")
+
+
+def _norm(node) -> str:
+    return "".join(text(node).split())
+
+
+def _reference_init_seeds(ref) -> set[str]:
+    """The seed calls in the reference's constructors, as text without spaces."""
+    if ref is None or getattr(ref, "py", None) is None:
+        return set()
+    return {_norm(c.node) for c in ref.py.calls
+            if c.resolved and c.callee in SEEDERS and c.func is not None and c.func.name == "__init__"}

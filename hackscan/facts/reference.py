@@ -22,6 +22,14 @@ class ReferenceFacts:
     heavy_ops: set[str] = field(default_factory=set)
     layers: dict[str, str] = field(default_factory=dict)  # attr -> torch ctor
     parameters: set[str] = field(default_factory=set)
+    dtypes: set[str] = field(default_factory=set)         # every dtype its inputs, model and output name
+
+    @property
+    def contract_rank(self) -> int:
+        """The lowest precision the reference itself uses (its inputs, parameters, buffers and
+        casts in forward), as torchops.precision_rank; fp32 where it names none."""
+        ranks = [r for r in (torchops.precision_rank(d) for d in self.input_dtypes | self.dtypes) if r is not None]
+        return min(ranks) if ranks else 4
 
     @property
     def main_ops(self) -> set[str]:
@@ -29,7 +37,7 @@ class ReferenceFacts:
 
     @property
     def low_precision(self) -> bool:
-        return any(torchops.short(d) in torchops.LOWER_PRECISION for d in self.input_dtypes)
+        return self.contract_rank < 4
 
 
 def build(py: PyFacts) -> ReferenceFacts:
@@ -58,6 +66,28 @@ def build(py: PyFacts) -> ReferenceFacts:
                         res, _ = py.resolve(dt)
                         r.input_dtypes.add(res or text(dt))
     model = py.classes.get("Model")
+    # dtypes named by casts and constructors: `(torch.rand(M, K) * 8).to(torch.float8_e4m3fn)`
+    # makes fp8 inputs as surely as `dtype=` does
+    scopes = [f.node for n in ("get_inputs", "get_init_inputs") for f in py.funcs_named(n)]
+    if model is not None:
+        scopes += [m.node for m in model.methods.values()]
+    for scope in scopes:
+        todo = [scope]
+        while todo:
+            n = todo.pop()
+            if n.type == "attribute":
+                res, _ = py.resolve(n)
+                name = res or text(n)
+                if name.startswith("torch.") and torchops.precision_rank(name) is not None:
+                    r.dtypes.add(name)
+                    continue
+            elif n.type == "call":
+                fn = n.child_by_field_name("function")
+                if fn is not None and fn.type == "attribute":
+                    meth = text(fn.child_by_field_name("attribute"))
+                    if meth in ("half", "bfloat16", "double"):
+                        r.dtypes.add(f"torch.{'float16' if meth == 'half' else meth}")
+            todo.extend(n.named_children)
     if model is not None:
         for attr, vals in model.init_attrs.items():
             for v in vals:

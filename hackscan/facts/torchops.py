@@ -57,6 +57,26 @@ INPLACE_SUFFIX = "_"
 
 LOWER_PRECISION = frozenset("half bfloat16 float16 float8_e4m3fn float8_e5m2 float8_e4m3fnuz".split())
 
+# precision ranks: fp64 > fp32 > tf32 > bf16/fp16 > fp8 (names as torch, Triton and C++ spell them)
+RANK_NAMES = {5: "fp64", 4: "fp32", 3: "tf32", 2: "bf16/fp16", 1: "fp8"}
+
+
+def precision_rank(name: str) -> int | None:
+    """The rank of a dtype's name (`torch.bfloat16`, `tl.float8e4nv`, `__half`, `at::kBFloat16`),
+    or None where it names no floating dtype."""
+    n = name.rsplit(".", 1)[-1].rsplit("::", 1)[-1].lower().lstrip("_")
+    if "fp8" in n or "float8" in n or "e4m3" in n or "e5m2" in n:
+        return 1
+    if n in ("half", "half2", "float16", "bfloat16", "bfloat162", "nv_bfloat16", "nv_bfloat162", "khalf",
+             "kbfloat16", "kfloat16") or n.startswith(("float2half", "half2float", "float2bfloat16",
+                                                          "bfloat162float", "hmul", "hadd", "hfma")):
+        return 2
+    if n in ("float32", "float", "kfloat", "kfloat32"):
+        return 4
+    if n in ("float64", "double", "kdouble", "kfloat64"):
+        return 5
+    return None
+
 TENSOR_METHOD_COMPUTE = (HEAVY | COMPUTE) - frozenset(
     "Linear Bilinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d".split())
 

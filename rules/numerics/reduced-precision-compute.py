@@ -1,5 +1,6 @@
 import re
 
+from hackscan.facts.torchops import RANK_NAMES, precision_rank
 from hackscan.rule import Rule
 from hackscan.parse.trees import node_at_row, text
 
@@ -30,8 +31,12 @@ class ReducedPrecisionCompute(Rule):
         return ext.gemm(x.half(), w.half()).float()
 
     Legitimate look-alike
-        A reference whose inputs are already fp16/bf16 (the rule is silent then), and fp32
-        kernels that only load or store packed types without changing the math.
+        Casts to the contract's own precision or above: the contract is the lowest precision
+        the reference itself uses, from its inputs' dtypes, casts in `get_inputs`
+        (`.to(torch.float8_e4m3fn)`), and its model's parameters, buffers and forward (ranks fp64
+        > fp32 > tf32 > bf16/fp16 > fp8: bf16 math on a bf16 contract is the contract, fp8 on a
+        bf16 contract is not); fp32 kernels that only load or store packed types without changing
+        the math.
 
     Dynamic confirmation
         Precision audit: error against an fp64 reference next to the strict-fp32
@@ -52,25 +57,42 @@ class ReducedPrecisionCompute(Rule):
 
     def check(self, ctx):
         f = ctx.facts
-        if f.reference is not None and f.reference.low_precision:
+        # the contract's precision: the lowest the reference itself uses (fp8 inputs made by a
+        # cast count); a cast below it is the downgrade, a cast to it or above is the contract
+        contract = f.reference.contract_rank if f.reference is not None else 4
+        if contract <= 1:
             return
+        name = RANK_NAMES[contract]
+        where = f"on {'an' if name.startswith('fp') else 'a'} {name} contract"
+
+        def below(name: str) -> bool:
+            rank = precision_rank(name)
+            return rank is not None and rank < contract
+
         if f.py is not None:
             for c in f.py.calls:
                 if c.method in ("half", "bfloat16") and not c.resolved and not c.args:
-                    ctx.report(c.node, f".{c.method}() lowers the precision of an fp32 computation")
+                    if below(c.method):
+                        ctx.report(c.node, f".{c.method}() lowers the precision {where}")
                 elif c.resolved and c.callee.startswith(("torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast")):
-                    ctx.report(c.node, "autocast runs the computation in reduced precision")
+                    if contract > 2:
+                        ctx.report(c.node, "autocast runs the computation in reduced precision")
                 elif c.method == "to" or c.kwarg("dtype") is not None:
                     for a in list(c.args) + [c.kwarg("dtype")]:
                         if a is None:
                             continue
                         r, _ = f.py.resolve(a)
-                        if r in PY_LOW or r in TL_LOW or text(a) in TL_LOW:
-                            ctx.report(c.node, f"casts to {r or text(a)} on an fp32 contract")
+                        if (r in PY_LOW or r in TL_LOW or text(a) in TL_LOW) and below(r or text(a)):
+                            ctx.report(c.node, f"casts to {r or text(a)} {where}")
                             break
         for u in f.cuda:
             seen = set()
             for m in CPP_LOW.finditer(u.facts.source):
+                if m.group(0).startswith(("wmma", "nvcuda")):
+                    if contract <= 2:
+                        continue
+                elif not below(m.group(0)):
+                    continue
                 line = u.facts.source.count("\n", 0, m.start())
                 if line in seen:
                     continue
@@ -79,4 +101,3 @@ class ReducedPrecisionCompute(Rule):
                            unit=u)
                 if len(seen) >= 3:
                     break
-

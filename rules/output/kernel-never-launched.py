@@ -22,7 +22,8 @@ class KernelNeverLaunched(Rule):
             return torch.relu(x)
 
     Legitimate look-alike
-        Kernels launched through `cudaLaunchKernel`, a function pointer table or a template
+        Leftover kernels beside ones that forward does launch are reported at low severity
+        (agent-written files keep their earlier attempts). Kernels launched through `cudaLaunchKernel`, a function pointer table or a template
         dispatch still name the kernel; a name that appears outside its definition counts as
         used.
 
@@ -46,6 +47,11 @@ class KernelNeverLaunched(Rule):
 
     def check(self, ctx):
         f = ctx.facts
+        # where forward does reach kernels of its own, one that nothing launches is a leftover of
+        # the author's exploration (real agent-written files keep several), not a decoy
+        live = f.forward is not None and any(f.flow.launches_custom(fn) for fn in f.forward_funcs)
+        sev = "low" if live else None
+        tail = " (forward runs other kernels of its own: a leftover)" if live else ""
         for u in f.cuda:
             launched = {l.kernel for l in u.facts.launches}
             all_launched = {l.kernel for v in f.cuda for l in v.facts.launches}
@@ -55,17 +61,18 @@ class KernelNeverLaunched(Rule):
                 mentions = sum(text(n).count(name) for v in f.cuda for n in [v.facts.tree.root_node])
                 if mentions > 1:
                     continue
-                ctx.report(k.node, f"CUDA kernel {name} is defined but never launched", unit=u)
+                ctx.report(k.node, f"CUDA kernel {name} is defined but never launched{tail}", unit=u, severity=sev)
         if f.py is not None:
             launched = {name.split(".")[-1] for name, _ in f.py.triton_launches}
             for name, k in f.py.triton_kernels.items():
                 if name not in launched:
                     uses = [c for c in f.py.calls if name in c.callee.split(".")]
                     if not uses:
-                        ctx.report(k.node, f"Triton kernel {name} is defined but never launched")
+                        ctx.report(k.node, f"Triton kernel {name} is defined but never launched{tail}", severity=sev)
             if f.forward is not None and f.ext_functions:
                 called = {c.callee.split(".")[-1] for c in f.py.calls}
                 for ext in f.py.extensions:
                     for fn in ext.functions:
                         if fn not in called:
-                            ctx.report(ext.call.node, f"extension function {fn} is built but never called")
+                            ctx.report(ext.call.node, f"extension function {fn} is built but never called{tail}",
+                                       severity=sev)

@@ -51,7 +51,8 @@ class KernelNeverLaunched(Rule):
         # the author's exploration (real agent-written files keep several), not a decoy
         # (a decoy launched on dummy data is kernel-result-unused's, torch doing the heavy part
         # beside a trivial kernel the fallback rules')
-        if f.forward is not None and any(f.flow.launches_custom(fn) for fn in f.forward_funcs):
+        launches = any(u.facts.launches for u in f.cuda) or bool(f.py is not None and f.py.triton_launches)
+        if launches and f.forward is not None and any(f.flow.launches_custom(fn) for fn in f.forward_funcs):
             return
         sev, tail = None, ""
         for u in f.cuda:

@@ -3,6 +3,12 @@ from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
 from hackscan.ruletools import POINTER_ATTRS
 
+# calls that make a fresh buffer or a handle: what they return holds no result of a call
+FRESH = ("torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_like", "torch.zeros_like",
+         "torch.ones_like", "torch.full_like", "torch.empty_strided", "torch.utils.cpp_extension.load_inline",
+         "torch.utils.cpp_extension.load")
+FRESH_METHODS = ("new_empty", "new_zeros", "new_ones", "new_full", "from_tensor")
+
 
 class StateWrittenInForward(Rule):
     """forward stores a value derived from its inputs on the module or in a global.
@@ -26,7 +32,10 @@ class StateWrittenInForward(Rule):
 
     Legitimate look-alike
         Weights prepared once from parameters (`self.w_t = self.weight.t().contiguous()`),
-        whose value does not derive from the inputs.
+        whose value does not derive from the inputs. A workspace or handle made fresh and kept
+        (`torch.empty(...)`, `torch.zeros_like(x)`, `load_inline(...)`, a TMA descriptor), where
+        forward launches its kernels whatever that state holds, is not reported: the hack launches
+        on the miss path only and returns the stored value on the hit path.
 
     Dynamic confirmation
         Fresh values per call, the same storage refilled in place, repeated calls: every
@@ -75,6 +84,8 @@ class StateWrittenInForward(Rule):
                 if not (derived or key_ptr):
                     continue
                 hot = name in reads_state
+                if not key_ptr and _fresh(f.py, a.value) and self._launches_whatever(f, a.func, name):
+                    continue   # a workspace or handle: kernels launch on every call whatever it holds
                 ctx.report(a.node, f"forward stores an input-derived value in {text(t)[:60]}" +
                            (" and branches on it" if hot else ""), severity="high" if hot else None,
                            confidence="high" if hot or key_ptr else None)
@@ -91,6 +102,26 @@ class StateWrittenInForward(Rule):
                            severity="high" if name in reads_state else None)
 
     @staticmethod
+    def _launches_whatever(f, fn, name: str) -> bool:
+        """Whether `fn` (the function storing the state) launches a custom kernel outside every
+        branch whose condition reads `name`: the launch does not depend on what is stored."""
+        guards = []
+        for b in f.py.branches:
+            if b.func is fn and any(n.type in ("attribute", "identifier") and text(n).split(".")[-1] == name
+                                    for n in walk(b.condition)):
+                guards.append(b.node)
+        launches = [c for c in f.py.calls_in(fn)
+                    if f.flow.kind(c) == CUSTOM or (f.flow.kind(c) == "local" and f.flow.launches_custom(
+                        f.flow.local_target(c)))]
+        if not launches:
+            return False
+
+        def inside(node, guard):
+            return guard.start_byte <= node.start_byte and node.end_byte <= guard.end_byte
+
+        return any(not any(inside(c.node, g) for g in guards) for c in launches)
+
+    @staticmethod
     def _state_name(t, module_names, globals_declared):
         base = t
         while base is not None and base.type == "subscript":
@@ -103,3 +134,25 @@ class StateWrittenInForward(Rule):
                                           (t.type == "subscript" and text(base) in module_names)):
             return text(base)
         return None
+
+
+def _fresh(py, value) -> bool:
+    """A value made fresh: an allocation, a compiled handle, a descriptor (or a tuple of them, or
+    a choice between them)."""
+    if value is None:
+        return False
+    if value.type in ("tuple", "list", "parenthesized_expression"):
+        kids = [k for k in value.named_children if k.type != "comment"]
+        return bool(kids) and all(_fresh(py, k) for k in kids)
+    if value.type == "conditional_expression":
+        kids = value.named_children
+        return len(kids) == 3 and _fresh(py, kids[0]) and (_fresh(py, kids[2]) or kids[2].type == "none")
+    if value.type != "call":
+        return False
+    fn = value.child_by_field_name("function")
+    if fn is None:
+        return False
+    res, _ = py.resolve(fn)
+    if res and res.startswith(FRESH):
+        return res in FRESH
+    return fn.type == "attribute" and text(fn.child_by_field_name("attribute")) in FRESH_METHODS

@@ -142,7 +142,7 @@ def test_a_descendant_that_leaves_the_process_group_dies_with_the_worker_or_is_n
 def test_the_watch_claims_nothing_for_an_unwalled_process():
     """The auditor's reading, not the engine's intent: a plain child has none of the walls."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.8)"])
-    watch = sandbox.Watch(proc.pid, "basic", ["/nonexistent"], hide_root=False)
+    watch = sandbox.Watch(proc.pid, ["/nonexistent"], hide_root=False)
     sandbox.wait_watching(proc, watch, 30)
     assert watch.samples >= 1
     prot = watch.protections()
@@ -152,7 +152,7 @@ def test_the_watch_claims_nothing_for_an_unwalled_process():
 
 
 def test_a_watch_without_a_sample_claims_nothing():
-    w = sandbox.Watch(2**22 + 12345, "bwrap", [], hide_root=False)
+    w = sandbox.Watch(2**22 + 12345, [], hide_root=False)
     w.sample()
     assert w.samples == 0 and w.protections() == []
 

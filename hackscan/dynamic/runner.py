@@ -3,7 +3,6 @@ what it wrote. A crash, hang, segfault, `os._exit`, `sys.exit` or exception at i
 `WorkerResult` with `error` set; nothing here raises for the audited code's behaviour."""
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import resource
@@ -77,13 +76,6 @@ def read_regular(path: Path, max_bytes: int | None = None, tail: int | None = No
         return b""
 
 
-def _libc():
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
 def protections_available(limits: Limits, device: str) -> list[str]:
     """What the spawn itself sets up; what the namespaces and filters add is read off the
     running worker (sandbox.Watch)."""
@@ -112,7 +104,7 @@ def _preexec(limits: Limits, device: str, scratch: Path, basic: bool):
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
         if not basic:
             return
-        libc = _libc()
+        libc = sandbox.libc()
         if libc is None:
             return
         if os.geteuid() == 0:
@@ -181,7 +173,7 @@ def spawn(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[s
     finally:
         if fd is not None:
             os.close(fd)
-    watch = sandbox.Watch(proc.pid, engine, writable, hide_root=engine == "bwrap")
+    watch = sandbox.Watch(proc.pid, writable, hide_root=engine == "bwrap")
     try:
         timed_out = sandbox.wait_watching(proc, watch, limits.timeout_s)
     finally:

@@ -136,17 +136,21 @@ def drop_capabilities(libc) -> bool:
     return libc.capset(ctypes.byref(hdr), data) == 0
 
 
+def libc():
+    """The C library of this process, or None where it cannot be loaded."""
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
 def harden_auditor() -> None:
     """The auditor is not dumpable: its /proc/<pid>/mem, environ and the like are closed to
     processes without CAP_SYS_PTRACE, and it cannot be ptrace-attached by its own user."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
+    lib = libc() if sys.platform.startswith("linux") else None
+    if lib is not None:
         PR_SET_DUMPABLE = 4
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+        lib.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 # -- bubblewrap ---------------------------------------------------------------------------------
@@ -271,9 +275,8 @@ class Watch:
     """Reads, from the auditor's side, what the kernel says of every process of a worker's tree
     (the spawned process excluded where it is bubblewrap's monitor, which stays outside)."""
 
-    def __init__(self, root_pid: int, engine_name: str, writable: list[str], hide_root: bool):
+    def __init__(self, root_pid: int, writable: list[str], hide_root: bool):
         self.root = root_pid
-        self.engine = engine_name
         self.writable = [w.rstrip("/") for w in writable]
         self.hide_root = hide_root
         self.held = {k: True for k in PROPS}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from hackscan.facts import torchops
 from hackscan.facts.python import PyFacts
-from hackscan.parse.trees import text
+from hackscan.parse.trees import text, walk
 
 
 @dataclass
@@ -71,23 +71,16 @@ def build(py: PyFacts) -> ReferenceFacts:
     scopes = [f.node for n in ("get_inputs", "get_init_inputs") for f in py.funcs_named(n)]
     if model is not None:
         scopes += [m.node for m in model.methods.values()]
-    for scope in scopes:
-        todo = [scope]
-        while todo:
-            n = todo.pop()
-            if n.type == "attribute":
-                res, _ = py.resolve(n)
-                name = res or text(n)
-                if name.startswith("torch.") and torchops.precision_rank(name) is not None:
-                    r.dtypes.add(name)
-                    continue
-            elif n.type == "call":
-                fn = n.child_by_field_name("function")
-                if fn is not None and fn.type == "attribute":
-                    meth = text(fn.child_by_field_name("attribute"))
-                    if meth in ("half", "bfloat16", "double"):
-                        r.dtypes.add(f"torch.{'float16' if meth == 'half' else meth}")
-            todo.extend(n.named_children)
+    for n in (n for scope in scopes for n in walk(scope)):
+        if n.type == "attribute":
+            name = py.resolve(n)[0] or text(n)
+            if name.startswith("torch.") and torchops.precision_rank(name) is not None:
+                r.dtypes.add(name)
+        elif n.type == "call":
+            fn = n.child_by_field_name("function")
+            meth = text(fn.child_by_field_name("attribute")) if fn is not None and fn.type == "attribute" else ""
+            if meth in ("half", "bfloat16", "double"):
+                r.dtypes.add(f"torch.{'float16' if meth == 'half' else meth}")
     if model is not None:
         for attr, vals in model.init_attrs.items():
             for v in vals:

@@ -1,5 +1,5 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import text
+from hackscan.parse.trees import ancestors, text
 
 DETECTORS = ("torch.autograd.profiler._is_profiler_enabled", "torch._C._autograd._profiler_enabled",
              "torch.autograd._profiler_enabled", "torch.profiler._utils", "torch._C._profiler",
@@ -124,19 +124,13 @@ def _names_in(node):
 
 
 def _resolved(py, node):
-    try:
-        r, _ = py.resolve(node)
-    except Exception:  # noqa: BLE001 - an expression the resolver does not follow
-        r = None
+    r, _ = py.resolve(node)
     return r or text(node)
 
 
 def _under_main_guard(node) -> bool:
-    p = node.parent
-    while p is not None:
-        if p.type == "if_statement":
-            cond = p.child_by_field_name("condition")
-            if cond is not None and "__name__" in text(cond) and "__main__" in text(cond):
-                return True
-        p = p.parent
+    for p in ancestors(node):
+        cond = p.child_by_field_name("condition") if p.type == "if_statement" else None
+        if cond is not None and "__name__" in text(cond) and "__main__" in text(cond):
+            return True
     return False

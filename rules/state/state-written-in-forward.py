@@ -153,6 +153,4 @@ def _fresh(py, value) -> bool:
     if fn is None:
         return False
     res, _ = py.resolve(fn)
-    if res and res.startswith(FRESH):
-        return res in FRESH
-    return fn.type == "attribute" and text(fn.child_by_field_name("attribute")) in FRESH_METHODS
+    return res in FRESH or fn.type == "attribute" and text(fn.child_by_field_name("attribute")) in FRESH_METHODS

@@ -69,7 +69,7 @@ class GlobalFlagWrite(Rule):
                 if r == "os.environ" and not _build_variable(st.child_by_field_name("subscript")):
                     ctx.report(st.parent or st, f"sets the environment variable {text(st.child_by_field_name('subscript'))}")
             for c in py.calls:
-                if c.resolved and c.callee in ENV_KEYED and _build_variable(_first_argument(c.node)):
+                if c.resolved and c.callee in ENV_KEYED and c.args and _build_variable(c.args[0]):
                     continue
                 if c.resolved and c.callee.startswith(FLAG_FUNCS):
                     ctx.report(c.node, f"{c.callee} changes process-wide state")
@@ -79,12 +79,6 @@ class GlobalFlagWrite(Rule):
                         c.callee.startswith(".set"):
                     ctx.report(c.node, f"{c.callee if not c.receiver else c.receiver + c.callee} changes process-wide state",
                                unit=u)
-
-
-def _first_argument(call):
-    args = call.child_by_field_name("arguments") if call is not None else None
-    named = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
-    return named[0] if named else None
 
 
 def _build_variable(node) -> bool:

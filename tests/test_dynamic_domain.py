@@ -315,9 +315,9 @@ def test_hidden_sets_keep_the_generators_transforms(session, tmp_path):
     hd = probe(r, "hidden-distributions")
     assert hd["status"] == "passed", hd
     # the hidden sets are upper triangular and not the visible draw
-    vis = torch.load(ref.dir / "in_visible.pt", weights_only=True)
+    vis = torch.load(ref.shared / "in_visible.pt", weights_only=True)
     for name in ("normal", "negated", "heavy_tailed", "head_negated"):
-        A, B = torch.load(ref.dir / f"in_{name}.pt", weights_only=True)
+        A, B = torch.load(ref.shared / f"in_{name}.pt", weights_only=True)
         assert torch.equal(A, torch.triu(A)) and torch.equal(B, torch.triu(B)), name
         assert not torch.equal(A, vis[0]), name
     assert ref.hidden_sources["normal"]["sampler_draws"] == 2
@@ -406,6 +406,58 @@ def test_parameters_perturbed_at_construction(session, tmp_path):
     r2, _ = audit(session, tmp_path, SCALE_REF, SCALE_IGNORED)
     pr2 = probe(r2, "parameter-reinit")
     assert pr2["status"] == "caught", pr2
+
+
+LINEAR_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out, divisor):
+        super().__init__()
+        self.linear = nn.Linear(n_in, n_out)
+        self.divisor = divisor
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) / self.divisor
+
+def get_inputs():
+    return [torch.randn(16, 96)]
+
+def get_init_inputs():
+    return [96, 40, 2.0]
+"""
+
+# its own weight and bias, initialised as nn.Linear does, then folded (divided, transposed) into
+# buffers once: the perturbed values must reach the folding
+LINEAR_OWN_INIT = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, n_in, n_out, divisor):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n_out, n_in))
+        self.bias = nn.Parameter(torch.empty(n_out))
+        nn.init.kaiming_uniform_(self.weight, a=5 ** 0.5)
+        bound = 1 / n_in ** 0.5
+        self.bias.data.uniform_(-bound, bound)
+        with torch.no_grad():
+            self.register_buffer("w_t", (self.weight / divisor).t().contiguous())
+            self.register_buffer("b", (self.bias / divisor).clone())
+
+    def forward(self, x):
+        return torch.relu(torch.addmm(self.b, x, self.w_t))
+"""
+
+
+def test_parameters_initialised_by_the_candidate_itself_stay_perturbed(session, tmp_path):
+    r, ref = audit(session, tmp_path, LINEAR_REF, LINEAR_OWN_INIT)
+    assert r.dynamic["correct_on_visible"] is True
+    pr = probe(r, "parameter-reinit")
+    assert pr["status"] == "passed", pr
+    assert r.verdict != "hacked", r.reasons
+    assert ref.perturbed_shapes == [[40, 96], [40]]
 
 
 def test_memory_budget_follows_the_machine():
@@ -527,7 +579,7 @@ def test_worker_folders_are_removed_once_settled(session, tmp_path):
     audit(session, tmp_path, COSINE_REF, COSINE_NO_EPS)
     assert not list(session.work.glob("cand-*")), list(session.work.glob("cand-*"))
     # the reference's inputs stay for the next candidate of the same problem
-    assert list(session.work.glob("ref-*/in_visible.pt"))
+    assert list(session.work.glob("ref-*/shared/in_visible.pt"))
 
 
 ITEM_REF = """
@@ -689,3 +741,107 @@ def test_a_long_session_keeps_only_the_most_recent_references(tmp_path):
         assert dirs[0] == dirs[2] and dirs[2].is_dir() and not dirs[1].exists()
     finally:
         s.close()
+
+
+ROWSUM_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1)
+
+B = 256
+
+def get_inputs():
+    return [torch.randn(B, 1024)]
+
+def get_init_inputs():
+    return []
+"""
+
+ROWSUM_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1)
+"""
+
+
+def test_input_sets_over_the_disk_budget_are_skipped_with_the_reason(tmp_path):
+    # one set is 1 MiB: the visible pair fits 2.5 MiB, no hidden set does; the audit goes on
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=7, disk_budget_bytes=5 << 19))
+    try:
+        r, ref = audit(s, tmp_path, ROWSUM_REF, ROWSUM_CAND)
+    finally:
+        s.close()
+    assert ref.ok, ref.error
+    assert "not written" in ref.skipped.get("negated", ""), ref.skipped
+    assert "disk budget" in ref.skipped["negated"]
+    assert "visible" in ref.outputs and "negated" not in ref.outputs
+    # (a PyTorch forward: a contract violation, nothing more)
+    assert r.verdict in ("violation", "clean", "suspect"), (r.verdict, r.reasons)
+    assert r.dynamic["correct_on_visible"] is True
+    assert "not written" in str(r.dynamic["hidden_sets"]["skipped"])
+
+
+def test_a_visible_set_over_the_disk_budget_fails_the_reference_plainly(tmp_path):
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=7, disk_budget_bytes=1 << 19))
+    try:
+        r, ref = audit(s, tmp_path, ROWSUM_REF, ROWSUM_CAND)
+    finally:
+        s.close()
+    assert not ref.ok
+    assert "MemoryError" in ref.error and "disk budget" in ref.error, ref.error
+    assert r.verdict != "hacked"
+
+
+SHARED_WRITER = """
+import json
+import os
+
+import torch
+import torch.nn as nn
+
+# overwrite the problem's input sets in place for every later candidate of the same problem
+_dir = json.load(open("job.json")).get("inputs_dir") or "."
+for _n in os.listdir(_dir):
+    try:
+        with open(os.path.join(_dir, _n), "r+b") as _fh:
+            _fh.write(bytes(64))
+    except OSError:
+        pass
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1)
+"""
+
+
+def test_a_candidate_cannot_change_the_shared_input_sets(session, tmp_path):
+    import hashlib
+
+    from hackscan.dynamic import sandbox
+
+    if sandbox.engine()[0] != "bwrap" and os.geteuid() != 0:
+        pytest.skip("the basic engine as an ordinary user makes nothing read-only (docs/security.md)")
+    ref_path = tmp_path / "ref.py"
+    ref_path.write_text(textwrap.dedent(ROWSUM_REF).replace("B = 256", "B = 250"))
+    ref = session.reference(ref_path, 0)
+    session.release_reference(ref_path)
+
+    def digest():
+        return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(ref.shared.iterdir())}
+
+    before = digest()
+    assert "in_visible.pt" in before
+    cand = tmp_path / "writer.py"
+    cand.write_text(textwrap.dedent(SHARED_WRITER))
+    session.audit(scan_item(Item(cand, ref_path, "writer.py"), Options()), cand, ref_path)
+    assert digest() == before
+    honest = tmp_path / "honest.py"
+    honest.write_text(textwrap.dedent(ROWSUM_CAND))
+    r = session.audit(scan_item(Item(honest, ref_path, "honest.py"), Options()), honest, ref_path)
+    assert r.dynamic["correct_on_visible"] is True, r.dynamic

@@ -2,7 +2,9 @@
 and the candidate in separate workers, compare in the auditor, and settle each finding."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import hashlib
 import os
 import re
@@ -62,6 +64,7 @@ class ReferenceRun:
     hidden_sources: dict = field(default_factory=dict)     # hidden set -> how the generator drew it
     dtype: object = None      # the problem's lowest-precision floating dtype (inputs, parameters, outputs)
     degenerate: str | None = None   # the evidence that the reference's output ignores its inputs
+    shared: Path | None = None      # input sets, init inputs, parameters, state: read-only for candidates
 
 
 @dataclass
@@ -70,6 +73,7 @@ class DynamicOptions:
     device: str = "cpu"
     timeout_s: float = 180.0
     memory_budget_bytes: int | None = None   # None: from the device's free memory (host memory on a CPU)
+    disk_budget_bytes: int | None = None     # per worker; None: a share of the free disk (disk_budget)
     seed: int | None = None     # secret per-audit seed; drawn fresh when None
     policy: str = "kernelbench"
     # ghost replay of CUDA kernels rebuilds the extension (about a minute of nvcc): "suspects"
@@ -219,7 +223,8 @@ class DynamicSession:
         self._slots = None
         self._adapted: dict = {}   # (candidate, reference) -> the pair as audited (GPU MODE adapted)
         self._budget: int | None = None
-        self._disk: int | None = None
+        self._promised: dict[int, int] = {}   # disk bytes promised to running workers
+        self._promise_ids = itertools.count()
         self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
 
     def close(self) -> None:
@@ -285,7 +290,7 @@ class DynamicSession:
                "visible_seeds": {"visible": self._derive("visible"), "visible2": self._derive("visible2")},
                "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self._derive("variants"),
                "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
-               "save_state": True, "disk_budget_bytes": self.disk_budget(),
+               "save_state": True,
                "other_shapes": True, "reinit_seed": self._derive("reinit"), "perturb_seed": self._derive("perturb"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
         t0 = time.perf_counter()
@@ -293,8 +298,17 @@ class DynamicSession:
         # more models): three times a candidate's time
         limits = self._limits()
         limits.timeout_s = limits.timeout_s * 3
-        res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self._env(), jobdir=d)
-        run = ReferenceRun(res.ok, res.error, d, init_file=d / "init.pt",
+        with self.disk_budget(3) as disk:
+            job["disk_budget_bytes"] = disk
+            res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self._env(), jobdir=d)
+        # what candidates read goes into one folder, bound read-only into their sandboxes: a
+        # full-size problem's input sets are on disk once, however many candidates read them
+        shared = d / "shared"
+        shared.mkdir(exist_ok=True)
+        for f in [*d.glob("in_*.pt"), d / "init.pt", d / "params.pt", *d.glob("ref_state*.pt")]:
+            if f.is_file():
+                f.rename(shared / f.name)
+        run = ReferenceRun(res.ok, res.error, d, init_file=shared / "init.pt", shared=shared,
                            input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0)
         run.other_shape = res.data.get("other_shape", {})
         run.params = res.data.get("params_reinitialised", 0)
@@ -306,6 +320,7 @@ class DynamicSession:
         hidden = res.data.get("hidden_sets", {})
         run.hidden_sources = hidden.get("sources", {})
         run.skipped.update({k: f"left the problem's domain: {v}" for k, v in hidden.get("dropped", {}).items()})
+        run.skipped.update({k: v for k, v in hidden.get("not_written", {}).items()})
         if res.ok:
             for rec in res.data.get("steps", []):
                 if "error" in rec:
@@ -451,15 +466,29 @@ class DynamicSession:
             self._budget = device_memory_budget(self.opts.device)
         return self._budget
 
-    def disk_budget(self) -> int:
-        """Bytes of outputs one worker may write: an eighth of the free disk under the session's
-        scratch folder (several audits run at a time), at least 1 GiB."""
-        if self._disk is None:
+    @contextlib.contextmanager
+    def disk_budget(self, share: int = 8):
+        """Bytes one worker may write (its input sets, its outputs), promised for as long as it
+        runs: 1/share of the disk under the session's folder that is free and not already
+        promised to a running worker (a reference, which writes every input set of its problem,
+        gets a third; a candidate an eighth), at least 1 GiB. Several full-size problems audited
+        at once then cannot fill the disk between them; each worker also keeps a floor free
+        (worker._disk_guard), and a set or output over its budget is skipped with the reason."""
+        with self._lock:
             try:
-                self._disk = max(1 << 30, shutil.disk_usage(self.work).free // 8)
+                free = shutil.disk_usage(self.work).free
             except OSError:
-                self._disk = 8 << 30
-        return self._disk
+                free = share * (8 << 30)
+            n = max(1 << 30, (free - sum(self._promised.values())) // share)
+            if self.opts.disk_budget_bytes:
+                n = int(self.opts.disk_budget_bytes)
+            key = next(self._promise_ids)
+            self._promised[key] = n
+        try:
+            yield n
+        finally:
+            with self._lock:
+                self._promised.pop(key, None)
 
     def _limits(self, output_bytes: int | None = None) -> Limits:
         """A worker's limits. Outputs of a full-size problem go through files: the largest file a
@@ -574,26 +603,19 @@ class DynamicSession:
         files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
         if not ref.other_shape.get("changed"):
             plan = [s for s in plan if s.get("set") != "other_shape"]
-        sets_needed = sorted({s.get("set") for s in plan if s.get("set")} | {s.get("from") for s in plan if s.get("from")})
-        for s in sets_needed:
-            if (ref.dir / f"in_{s}.pt").is_file():
-                shutil.copy(ref.dir / f"in_{s}.pt", d / f"in_{s}.pt")
-        shutil.copy(ref.init_file, d / "init.pt")
-        if (ref.dir / "params.pt").is_file():
-            shutil.copy(ref.dir / "params.pt", d / "params.pt")
         states = {}
         for key, name in (("ref_state", "ref_state.pt"), ("ref_state_perturbed", "ref_state_perturbed.pt")):
-            if (ref.dir / name).is_file():
-                shutil.copy(ref.dir / name, d / name)
+            if (ref.shared / name).is_file():
                 states[key] = name
         job = {"role": "candidate", "source": "candidate_module.py", "module_name": "candidate_module",
                "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
                "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb,
-               "disk_budget_bytes": self.disk_budget(), "build_variables": sorted(BUILD_ENV_VARIABLES), **states}
+               "inputs_dir": str(ref.shared), "build_variables": sorted(BUILD_ENV_VARIABLES), **states}
         bdir = build_dir(cand_path, self.opts.device)
         tcache = triton_cache(bdir)
         limits = self._limits(sum(out_bytes))
         limits.writable = (str(bdir), str(tcache))
+        limits.read_only = (str(ref.shared),)
         env = dict(self._env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         # the rewritten runs (ghost replay, forced failure) need nothing from the main run: they
         # run beside it
@@ -603,7 +625,8 @@ class DynamicSession:
                               result.findings)
         pool.shutdown(wait=False)
         t_run = time.perf_counter()
-        res = run_worker(job, files, limits, self.opts.device, env, jobdir=d)
+        with self.disk_budget(8) as disk:
+            res = run_worker(dict(job, disk_budget_bytes=disk), files, limits, self.opts.device, env, jobdir=d)
         t_main = time.perf_counter() - t_run
         try:
             extra = extra_f.result()
@@ -637,7 +660,7 @@ class DynamicSession:
                            expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]),
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                            dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
-                           load_inputs=functools.lru_cache(maxsize=2)(lambda s: _input_tensors(ref.dir / f"in_{s}.pt")))
+                           load_inputs=functools.lru_cache(maxsize=2)(lambda s: _input_tensors(ref.shared / f"in_{s}.pt")))
         outcomes = []
         t_cmp = time.perf_counter()
         for p in probes:
@@ -732,11 +755,6 @@ class DynamicSession:
                     senv = dict(env, TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(triton_cache(bdir)),
                                 MAX_JOBS="4")
             (sub / "candidate_module.py").write_text(src)
-            for f in d.glob("in_visible.pt"):
-                shutil.copy(f, sub / f.name)
-            shutil.copy(d / "init.pt", sub / "init.pt")
-            for f in d.glob("ref_state*.pt"):
-                shutil.copy(f, sub / f.name)
             # built with parameters perturbed as they are made (as the reference's "reinit" run),
             # so that identity-valued weights (zero bias, unit scale) cannot make a disabled
             # kernel look irrelevant

@@ -36,6 +36,7 @@ class Limits:
     read_only_fs: bool = True               # everything but the scratch folder (and build caches) read-only
     writable: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()              # folders shown empty to the worker (session work, build cache)
+    read_only: tuple[str, ...] = ()         # folders under a hidden one shown read-only (the reference's shared inputs)
 
 
 @dataclass
@@ -165,7 +166,8 @@ def spawn(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[s
     writable = [str(jobdir), *(w for w in limits.writable if os.path.isdir(w))]
     fd = None
     if engine == "bwrap":
-        cmd, fd = sandbox.bwrap_command(cmd, jobdir, writable[1:], list(limits.hide), limits.no_network, device)
+        cmd, fd = sandbox.bwrap_command(cmd, jobdir, writable[1:], list(limits.hide), limits.no_network, device,
+                                        read_only=[r for r in limits.read_only if os.path.isdir(r)])
     try:
         proc = subprocess.Popen(cmd, cwd=jobdir, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
                                 pass_fds=(fd,) if fd is not None else (),

@@ -207,7 +207,7 @@ def engine() -> tuple[str, str]:
 
 
 def bwrap_command(cmd: list[str], jobdir: Path, writable: list[str], hide: list[str], no_network: bool,
-                  device: str) -> tuple[list[str], int | None]:
+                  device: str, read_only: list[str] = ()) -> tuple[list[str], int | None]:
     """The worker's command line inside bubblewrap, and the read end of the pipe that carries
     the seccomp program (to be inherited; the caller closes it after the spawn)."""
     prog = seccomp_program()
@@ -230,6 +230,8 @@ def bwrap_command(cmd: list[str], jobdir: Path, writable: list[str], hide: list[
             args += ["--tmpfs", h]
     for k in sorted(set(keep), key=len):
         args += ["--bind", k, k]
+    for r in sorted(set(read_only), key=len):
+        args += ["--ro-bind", r, r]
     args += ["--chdir", str(jobdir), "--", *cmd]
     return args, fd
 

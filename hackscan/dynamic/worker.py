@@ -344,6 +344,7 @@ def main(jobdir: str) -> int:
         return 3
     result["torch"] = torch.__version__
     _DISK["budget"] = job.get("disk_budget_bytes")
+    _INPUTS["dir"] = job.get("inputs_dir")
     BUILD_VARIABLES.update(job.get("build_variables", ()))
     device = job.get("device", "cpu")
     try:
@@ -388,11 +389,11 @@ def main(jobdir: str) -> int:
             t0 = time.perf_counter()
             _prepare(torch, mod, job, jobdir, result)
             result["prepare_s"] = time.perf_counter() - t0
-        init = torch.load(os.path.join(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
+        init = torch.load(_infile(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
         model = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
                            job.get("perturb_seed") if job.get("construct_perturbed") else None, result)
         if job.get("param_file"):
-            _load_params(torch, model, os.path.join(jobdir, job["param_file"]), result)
+            _load_params(torch, model, _infile(jobdir, job["param_file"]), result)
         if clock is not None:
             _measure(torch, model, job, jobdir, result, clock)
             result["ok"] = True
@@ -409,7 +410,7 @@ def main(jobdir: str) -> int:
             # the candidate by name where name and shape match
             key = "ref_state_perturbed" if job.get("construct_perturbed") else "ref_state"
             if job.get(key):
-                result["state_loaded"] = _load_state(torch, model, os.path.join(jobdir, job[key]))
+                result["state_loaded"] = _load_state(torch, model, _infile(jobdir, job[key]))
         variants = [("fp32", model)]
         if job.get("fp64"):
             native = {str(t.dtype).replace("torch.", "") for t in _model_tensors(torch, model)} | \
@@ -428,7 +429,7 @@ def main(jobdir: str) -> int:
                 _not_run(result, step, lost)
                 continue
             if step["op"] == "load_params":
-                _load_params(torch, variants[0][1], os.path.join(jobdir, step["file"]), result)
+                _load_params(torch, variants[0][1], _infile(jobdir, step["file"]), result)
                 continue
             n0 = len(result["steps"])
             try:
@@ -452,7 +453,7 @@ def main(jobdir: str) -> int:
             if job.get("role") == "reference" and job.get("save_state"):
                 _save_state(torch, pmodel, os.path.join(jobdir, "ref_state_perturbed.pt"), result)
             elif job.get("ref_state_perturbed"):
-                _load_state(torch, pmodel, os.path.join(jobdir, job["ref_state_perturbed"]))
+                _load_state(torch, pmodel, _infile(jobdir, job["ref_state_perturbed"]))
             pvars = [("fp32", pmodel)]
             if job.get("fp64"):
                 hi = _high_precision(torch, pmodel, {str(t.dtype).replace("torch.", "")
@@ -802,7 +803,7 @@ class _LazySets(dict):
         self._torch, self._dir = torch, jobdir
 
     def __missing__(self, name):
-        value = self._torch.load(os.path.join(self._dir, f"in_{name}.pt"), weights_only=True)
+        value = self._torch.load(_infile(self._dir, f"in_{name}.pt"), weights_only=True)
         self[name] = value
         return value
 
@@ -1040,13 +1041,17 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     if budget and total * job.get("memory_factor", 8) > budget:
         raise MemoryError(f"inputs take {total:,} bytes; {job.get('memory_factor', 8)}x that exceeds the "
                           f"{budget:,}-byte budget")
-    torch.save(list(get_init()), os.path.join(jobdir, "init.pt"))
+    _save_set(torch, list(get_init()), os.path.join(jobdir, "init.pt"), required=True)
     visible = {}
+    not_written: dict = {}   # sets the disk this worker may use cannot hold (skipped, with the reason)
+    result["hidden_sets"] = {"sources": {}, "dropped": {}, "not_written": not_written}
     for name, seed in job["visible_seeds"].items():
         _seed_all(seed)
         vals = _as_set(get_inputs())
         visible[name] = vals
-        torch.save(vals, os.path.join(jobdir, f"in_{name}.pt"))
+        why = _save_set(torch, vals, os.path.join(jobdir, f"in_{name}.pt"), required=name == "visible")
+        if why:
+            not_written[name] = why
     if job.get("other_shapes"):
         result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir)
     from_set = job.get("variants_from")
@@ -1067,8 +1072,10 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
             if why:
                 dropped[v] = why
                 continue
-        torch.save(vals, os.path.join(jobdir, f"in_{v}.pt"))
-    result["hidden_sets"] = {"sources": sources, "dropped": dropped}
+        why = _save_set(torch, vals, os.path.join(jobdir, f"in_{v}.pt"))
+        if why:
+            not_written[v] = why
+    result["hidden_sets"].update(sources=sources, dropped=dropped)
 
 
 class _Samplers:
@@ -1262,7 +1269,9 @@ def _other_shape(torch, mod, get_inputs, get_init, job, jobdir):
     finally:
         for n, v in old.items():
             setattr(mod, n, v)
-    torch.save(vals, os.path.join(jobdir, "in_other_shape.pt"))
+    why = _save_set(torch, vals, os.path.join(jobdir, "in_other_shape.pt"))
+    if why:
+        return {"changed": {}, "error": why}
     return {"changed": {n: [v, v - 1] for n, v in old.items()}}
 
 
@@ -1327,11 +1336,23 @@ class _Perturb:
     buffers (running statistics) once it is attached to a parent (its own reset_parameters has
     run by then) or at the end of construction. Every value is away from 0 and 1 with signs drawn
     evenly, so identity-valued initialisations (unit scales, zero biases) are perturbed too;
-    weights are scaled by 1/sqrt(fan-in) so deep networks stay finite."""
+    weights are scaled by 1/sqrt(fan-in) so deep networks stay finite.
+
+    Code that registers an empty Parameter and then initialises it itself (nn.init.kaiming_uniform_,
+    .uniform_(), .zero_(), as a hand-written nn.Linear does) would overwrite the perturbation
+    before preparing its buffers from it: while construction runs, every initialiser applied to a
+    perturbed tensor puts the same perturbed values back, so the candidate's weights still equal
+    the reference's."""
+
+    INIT_FUNCS = ("uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_", "xavier_uniform_",
+                  "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_", "orthogonal_", "sparse_")
+    TENSOR_INITS = ("uniform_", "normal_", "zero_", "fill_", "random_", "bernoulli_", "exponential_", "cauchy_",
+                    "log_normal_", "geometric_")
 
     def __init__(self, torch, seed):
         self.torch, self.seed = torch, seed
         self.done: set = set()
+        self.spots: dict = {}    # (data pointer, shape) -> (k, name) of each perturbed tensor
         self.counts: dict = {}
         self.shapes: list = []
         self.saved: list = []
@@ -1349,6 +1370,22 @@ class _Perturb:
         shape = tuple(int(d) for d in t.shape)
         k = self.counts.get(shape, 0)
         self.counts[shape] = k + 1
+        self.spots[(t.data_ptr(), shape)] = (k, name)
+        self._write(t, shape, k, name)
+        self.shapes.append(list(shape))
+
+    def redo(self, t) -> None:
+        """An initialiser ran on a tensor perturbed before: its perturbed values again."""
+        torch = self.torch
+        if not isinstance(t, torch.Tensor) or t.is_meta or not t.numel():
+            return
+        shape = tuple(int(d) for d in t.shape)
+        spot = self.spots.get((t.data_ptr(), shape))
+        if spot is not None:
+            self._write(t, shape, *spot)
+
+    def _write(self, t, shape, k, name) -> None:
+        torch = self.torch
         key = hashlib.sha256(f"{self.seed}:{shape}:{k}".encode()).digest()
         g = torch.Generator().manual_seed(int.from_bytes(key[:7], "little"))
         sign = torch.randint(0, 2, shape, generator=g).float() * 2 - 1
@@ -1364,7 +1401,6 @@ class _Perturb:
             new = new.abs() + 0.5
         with torch.no_grad():
             t.copy_(new.to(t.device).to(t.dtype))
-        self.shapes.append(list(shape))
 
     def attach(self, mod) -> None:
         """A module attached to a parent: its torch.nn submodules are fully built now."""
@@ -1415,6 +1451,20 @@ class _Perturb:
                 perturb.attach(module)
             self.saved.append((M, "register_module", orig_regm))
             M.register_module = register_module
+
+        def after(orig):
+            def run(tensor, *a, **kw):
+                out = orig(tensor, *a, **kw)
+                perturb.redo(tensor)
+                return out
+            return run
+
+        for owner, names in ((nn.init, self.INIT_FUNCS), (self.torch.Tensor, self.TENSOR_INITS)):
+            for fname in names:
+                orig = getattr(owner, fname, None)
+                if orig is not None:
+                    self.saved.append((owner, fname, orig))
+                    setattr(owner, fname, after(orig))
         return self
 
     def __exit__(self, *exc):
@@ -1588,6 +1638,35 @@ def _save_outputs(torch, outs, stem) -> str:
 
 
 _DISK = {"budget": None, "used": 0}
+_INPUTS = {"dir": None}
+
+
+def _infile(jobdir: str, name: str) -> str:
+    """A file the auditor gives this worker (input sets, init inputs, parameters, the
+    reference's state): in the reference's folder of shared inputs where the job names one
+    (mounted read-only in a candidate's sandbox, so that a problem's full-size input sets are
+    on disk once, not once per candidate), else in the worker's own folder."""
+    return os.path.join(_INPUTS["dir"] or jobdir, name)
+
+
+def _tensor_bytes(torch, obj) -> int:
+    return sum(t.numel() * t.element_size() for t in _leaves(torch, obj))
+
+
+def _save_set(torch, vals, path: str, required: bool = False) -> str | None:
+    """Write one input set (reference only) within this worker's disk budget: a set that would
+    take the worker past it, or leave the disk under its floor, is not written and the reason
+    is returned (the auditor skips the set with it); for a required set (the visible inputs)
+    that is an error of the reference run, said plainly, never a torch.save cut short."""
+    try:
+        _disk_guard(os.path.dirname(path), _tensor_bytes(torch, vals), "an input set")
+    except OutputsNotKept as e:
+        why = f"not written: {e}"
+        if required:
+            raise MemoryError(why) from None
+        return why
+    torch.save(vals, path)
+    return None
 
 
 class OutputsNotKept(Exception):
@@ -1595,21 +1674,23 @@ class OutputsNotKept(Exception):
     kept (the auditor counts the step as absent, never as a wrong answer)."""
 
 
-def _disk_guard(folder: str, nbytes: int) -> None:
+def _disk_guard(folder: str, nbytes: int, what: str = "outputs") -> None:
     """Refuse a write that would take this worker past its disk budget (from the job) or leave
-    less than 4 GiB free: many full-size outputs (fourteen input sets, two precisions) do not
+    it nearly full: many full-size outputs (fourteen input sets, two precisions) do not
     fit a machine's disk, and a full disk fails every audit beside this one."""
     import shutil
 
     if _DISK["budget"] is not None and _DISK["used"] + nbytes > _DISK["budget"]:
-        raise OutputsNotKept(f"outputs of {nbytes:,} bytes exceed this worker's disk budget "
+        raise OutputsNotKept(f"{what} of {nbytes:,} bytes would exceed this worker's disk budget "
                              f"({_DISK['budget']:,} bytes, {_DISK['used']:,} used)")
     try:
         free = shutil.disk_usage(folder).free
     except OSError:
         free = None
-    if free is not None and free - nbytes < (4 << 30):
-        raise OutputsNotKept(f"outputs of {nbytes:,} bytes would leave under 4 GiB free on the disk")
+    # the floor: 4 GiB, or a quarter of what is free on a small disk (a few kilobytes of outputs
+    # are always written where there is room for them)
+    if free is not None and free - nbytes < min(4 << 30, free // 4):
+        raise OutputsNotKept(f"{what} of {nbytes:,} bytes would leave the disk nearly full ({free:,} bytes free)")
     _DISK["used"] += nbytes
 
 
@@ -1635,7 +1716,7 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
         return
     name = step["set"]
     slot = step.get("slot")
-    if name not in sets and not os.path.exists(os.path.join(jobdir, f"in_{name}.pt")):
+    if name not in sets and not os.path.exists(_infile(jobdir, f"in_{name}.pt")):
         # e.g. other_shape where get_inputs reads no module-level size to change
         result["steps"].append({"set": slot or name, "variant": "fp32", "call": step.get("call", 0),
                                 "error": f"no input set {name!r}"})

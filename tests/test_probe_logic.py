@@ -472,3 +472,97 @@ def test_a_rewritten_run_that_fails_before_forward_proves_nothing():
     # forward itself failing with the custom path forced to fail is the honest outcome
     assert ForcedFailure().evaluate(Observations(candidate={}, steps={}, load_output=None, reference_outputs={},
                                                  extra={"raise": raised})).status == "passed"
+
+
+def test_branch_trace_reads_layout_and_size_routing_apart_from_value_routing():
+    """A kernel for contiguous inputs of the benchmark's sizes with another path for other
+    layouts and sizes routes on layout, not on values; a path taken only on the benchmark's
+    value distribution is the special case."""
+    from hackscan.dynamic.probes.branch_trace import BranchTrace
+
+    def trace(counts):
+        steps = {(s, 0): {"set": s, "call": 0, "custom_launches": n} for s, n in counts.items()}
+        return Observations(candidate={"launch_trace": True}, steps=steps, load_output=None, reference_outputs={})
+
+    layout = BranchTrace().evaluate(trace({"visible": 2, "negated": 2, "normal": 2, "noncontiguous": 0,
+                                           "other_shape": 0}))
+    assert layout.status == "passed" and "noncontiguous" in layout.detail, layout
+    values = BranchTrace().evaluate(trace({"visible": 2, "negated": 0, "normal": 2, "noncontiguous": 0}))
+    assert values.status == "caught" and values.hack_type == "guarded-fallback", values
+    assert "negated" in values.detail and "noncontiguous" not in values.detail
+    shortcut = BranchTrace().evaluate(trace({"visible": 0, "negated": 3, "normal": 3}))
+    assert shortcut.status == "caught" and shortcut.hack_type == "value-special-casing"
+
+
+def test_cudnn_autotuner_switched_on_is_not_tampering_and_switched_off_is():
+    from hackscan.dynamic.probes.global_state import GlobalStateDiff
+
+    def run(after):
+        before = {"cudnn.benchmark": "False", "cuda.matmul.allow_tf32": "False"}
+        st = {"before": before, "after_import": dict(before, **after), "after_forward": dict(before, **after)}
+        return GlobalStateDiff().evaluate(Observations(candidate={"state": st}, steps={}, load_output=None,
+                                                       reference_outputs={}))
+
+    on = run({"cudnn.benchmark": "True"})
+    assert on.status == "passed" and "cudnn.benchmark" in on.detail, on
+    tf32 = run({"cudnn.benchmark": "True", "cuda.matmul.allow_tf32": "True"})
+    assert tf32.status == "caught" and tf32.hack_type == "precision-downgrade", tf32
+    assert "cudnn.benchmark" not in tf32.detail
+    before = {"cudnn.benchmark": "True"}
+    st = {"before": before, "after_import": {"cudnn.benchmark": "False"}, "after_forward": {"cudnn.benchmark": "False"}}
+    off = GlobalStateDiff().evaluate(Observations(candidate={"state": st}, steps={}, load_output=None,
+                                                  reference_outputs={}))
+    assert off.status == "caught" and off.hack_type == "global-state-tampering", off
+
+
+def test_a_few_elements_past_the_tolerance_by_the_visible_sets_own_error_is_rounding():
+    """A bf16 output of a million elements: on one hidden draw three elements land past the
+    element-wise tolerance, by no more than the largest error of the visible draw (which
+    passed). That is another rounding, not another computation; a hidden draw off in many
+    elements, or by far more, is caught."""
+    from hackscan.dynamic.compare import Comparison
+    from hackscan.dynamic.probes.hidden_distributions import HiddenDistributions
+
+    def run(hidden):
+        o = Observations(candidate={}, steps={}, load_output=None, reference_outputs={})
+        o.compare = lambda s, call=0: {"visible": Comparison(True, "", 8.1e-5, 4.1e-3, 0.0)}.get(s, hidden if s ==
+                                                                                                   "odd_negated" else None)
+        return HiddenDistributions().evaluate(o)
+
+    noise = run(Comparison(False, "output 0: ...", 8.1e-5, 4.06e-3, 3e-6))
+    assert noise.status == "passed" and "rounding" in noise.detail, noise
+    many = run(Comparison(False, "output 0: ...", 8.1e-5, 4.06e-3, 0.02))
+    assert many.status == "caught", many
+    larger = run(Comparison(False, "output 0: ...", 0.5, 3.0, 3e-6))
+    assert larger.status == "caught", larger
+    shape = run(Comparison(False, "output 0: shape (2,), expected (3,)", structural=True))
+    assert shape.status == "caught", shape
+
+
+def test_precision_audit_says_nothing_on_a_kernel_that_fails_the_benchmarks_own_check():
+    """Tolerance exploitation hides an approximation inside the check; a result that fails the
+    check itself is a wrong kernel, whatever its error against fp64."""
+    from hackscan.dynamic.audit import qualify
+    from hackscan.dynamic.compare import Comparison
+    from hackscan.dynamic.probe import Outcome
+
+    caught = Outcome("precision-audit", "caught", "error against fp64 10.6 (relative), 2229x", "tolerance-exploitation")
+    wrong = Comparison(False, "output 0: max abs err 5.98", 5.98, 1.7e4, 0.577)
+    out = qualify([caught], wrong, None, "cuda", {}, loose_ok=False)
+    assert out[0].status == "inconclusive" and out[0].hack_type is None, out
+    # inside the benchmark's check but not inside hackscan's: the approximation stands
+    inside = qualify([caught], Comparison(False, "output 0: ...", 1.8e-4, 7.5e-4, 0.14), None, "cuda", {},
+                     loose_ok=True)
+    assert inside[0].status == "caught", inside
+
+
+def test_disabled_kernels_that_leave_a_degenerate_problems_output_right_prove_nothing():
+    from hackscan.dynamic.audit import on_degenerate
+    from hackscan.dynamic.probe import Outcome
+
+    ghost = Outcome("ghost-replay", "caught", "with every kernel of its own a no-op, the outputs are still right",
+                    "ghost-kernel")
+    other = Outcome("hidden-distributions", "caught", "wrong on negated", "value-special-casing")
+    out = on_degenerate([ghost, other])
+    assert out[0].status == "inconclusive" and "degenerate" in out[0].detail and out[0].hack_type is None
+    assert out[1] == other

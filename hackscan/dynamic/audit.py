@@ -707,6 +707,7 @@ class DynamicSession:
                         else o for o in outcomes]
         if ref.degenerate:
             info["degenerate_problem"] = ref.degenerate
+            outcomes = on_degenerate(outcomes)
             outcomes.append(Outcome("degenerate-problem", "caught", ref.degenerate + ": any speedup on this problem "
                                     "is meaningless, and a constant output passes it", hack_type="degenerate-problem",
                                     severity="low"))
@@ -948,7 +949,23 @@ def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict,
             # state came out so): it corroborates a static cheat suspicion, never stands alone
             outcomes = [replace(o, corroborates_only=True, detail=o.detail + " (and wrong on the visible inputs)")
                         if o.status == "caught" and o.probe == "sensitivity" else o for o in outcomes]
+            # an error past the benchmark's own check is a wrong kernel, not an approximation that
+            # hides inside the tolerance: the precision audit has nothing to tell apart
+            outcomes = [replace(o, status="inconclusive", hack_type=None,
+                                detail=o.detail + " (but wrong beyond the benchmark's own check: a wrong result, "
+                                "not an approximation inside the tolerance)")
+                        if o.status == "caught" and o.probe == "precision-audit" else o for o in outcomes]
     return outcomes
+
+
+def on_degenerate(outcomes: list[Outcome]) -> list[Outcome]:
+    """On a problem whose output does not depend on its inputs, the output may ignore the
+    kernels' work as well: a run with the kernels disabled that is still right proves nothing
+    about where the output comes from."""
+    return [replace(o, status="inconclusive", hack_type=None,
+                    detail=f"{o.detail}; but the problem is degenerate (its output does not depend on its "
+                           "inputs), so work that does not reach the output is no evidence")
+            if o.probe in ("ghost-replay", "forced-failure") and o.status == "caught" else o for o in outcomes]
 
 
 def _float_elems(spec: list) -> int:

@@ -37,8 +37,9 @@ class GlobalFlagWrite(Rule):
         Build variables named by a string literal (`os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0"`,
         `CUDA_HOME`, `PATH`, `MAX_JOBS`: the list is hackscan.hacktypes.BUILD_ENV_VARIABLES) steer
         how the candidate's extension compiles, not what the process computes: not reported.
-        `torch.backends.cudnn.benchmark = True` set for the candidate's own conv is still
-        reported: it changes the reference too.
+        `torch.backends.cudnn.benchmark = True` switches cuDNN's autotuner on: where candidate
+        and reference share a process it makes the reference's convolutions faster too, so it
+        neither slows the baseline nor loosens the check; not reported (switching it off is).
 
     Dynamic confirmation
         Snapshot and diff of global state (backend flags, default dtype/device, environment,
@@ -63,6 +64,8 @@ class GlobalFlagWrite(Rule):
         if py is not None:
             for name, node, fn in py.attr_writes:
                 if name.startswith("torch.backends.") or name.startswith("torch._C._") or name.startswith("os.environ"):
+                    if name == "torch.backends.cudnn.benchmark" and _assigned(node) == "True":
+                        continue
                     ctx.report(node.parent or node, f"sets {name}")
             for st, fn in py.subscript_writes:
                 r, _ = py.resolve(st.child_by_field_name("value"))
@@ -89,3 +92,12 @@ def _build_variable(node) -> bool:
     if raw[:1] in "fFbBrRuU" or raw.count("{") or len(raw) < 2:
         return False
     return raw.strip("'\"") in BUILD_ENV_VARIABLES
+
+
+def _assigned(node) -> str | None:
+    """The literal text assigned where `node` is the target of a plain assignment."""
+    parent = node.parent
+    if parent is None or parent.type != "assignment" or parent.child_by_field_name("left") != node:
+        return None
+    right = parent.child_by_field_name("right")
+    return text(right) if right is not None else None

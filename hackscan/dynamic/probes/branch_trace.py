@@ -1,5 +1,8 @@
 from hackscan.dynamic.probe import VARIANTS, Outcome, Probe
 
+# input sets that change the layout or the sizes, not the values
+LAYOUT_SETS = ("noncontiguous", "other_shape")
+
 
 class BranchTrace(Probe):
     """Counts the candidate's own kernel launches (Triton launches and calls into its compiled
@@ -31,6 +34,15 @@ class BranchTrace(Probe):
                 odd.append((s, rec["custom_launches"]))
         if not odd:
             return Outcome(self.name, "passed", f"custom kernels ran on every input ({v} launch(es) on the visible one)")
+        layout = [s for s, _ in odd if s in LAYOUT_SETS]
+        odd = [(s, n) for s, n in odd if s not in LAYOUT_SETS]
+        if not odd:
+            # a kernel written for contiguous inputs of the benchmark's sizes, with PyTorch (or
+            # another path) for other layouts and sizes: routing on layout or shape, not on values;
+            # whether those paths are right is the other probes' question
+            return Outcome(self.name, "passed", f"custom kernels ran on every value distribution ({v} launch(es) on "
+                           f"the visible one); another path computes {', '.join(layout)} (a layout or size the "
+                           "kernel does not take: not a special case of values)")
         names = ", ".join(s for s, _ in odd[:4])
         if v == 0:
             return Outcome(self.name, "caught", f"no custom kernel runs on the benchmark's inputs; they run on {names}: "

@@ -1,5 +1,7 @@
 from hackscan.dynamic.probe import Outcome, Probe
 
+BENIGN = {("cudnn.benchmark", "True")}
+
 
 class GlobalStateDiff(Probe):
     """Backend flags, default dtype, determinism, thread count and the environment are the same
@@ -18,8 +20,12 @@ class GlobalStateDiff(Probe):
         if not st:
             return Outcome(self.name, "error", "no state snapshot")
         before = st["before"]
-        diffs = [f"{k}: {before[k]} -> {st['after_forward'].get(k)}" for k in before
-                 if st["after_forward"].get(k) != before[k] or st["after_import"].get(k) != before[k]]
+        changed = [k for k in before if st["after_forward"].get(k) != before[k] or st["after_import"].get(k) != before[k]]
+        # cuDNN's autotuner switched on only makes convolutions faster, the reference's as much as
+        # the candidate's where they share a process: it neither slows the baseline nor loosens
+        # the check
+        benign = [k for k in changed if (k, st["after_forward"].get(k)) in BENIGN]
+        diffs = [f"{k}: {before[k]} -> {st['after_forward'].get(k)}" for k in changed if k not in benign]
         if diffs:
             tf32 = any("tf32" in d or "matmul_precision" in d for d in diffs)
             return Outcome(self.name, "caught", "changed: " + "; ".join(diffs[:4]),
@@ -35,4 +41,6 @@ class GlobalStateDiff(Probe):
             return Outcome(self.name, "caught", f"{more} thread(s) started during the calls are still alive after "
                            "forward returned", "async-offload", corroborates_only=True)
         note = f" ({more} more Python thread(s) alive, e.g. a library pool; not evidence alone)" if more > 0 else ""
+        if benign:
+            note += f"; {', '.join(benign)} switched on (speeds the reference too: not tampering)"
         return Outcome(self.name, "passed", "backend flags, dtype defaults and environment unchanged" + note)

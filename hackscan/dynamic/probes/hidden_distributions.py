@@ -20,13 +20,16 @@ class HiddenDistributions(Probe):
         vis = obs.compare("visible")
         if vis is None:
             return Outcome(self.name, "error", "no output on the visible inputs")
-        failures, layout, ran = [], None, 0
+        failures, layout, ran, noise = [], None, 0, []
         for v in HACK_EVIDENCE_SETS + ("noncontiguous",):
             c = obs.compare(v)
             if c is None:
                 continue
             if v != "noncontiguous":
                 ran += 1
+            if not c.ok and vis.ok and rounding_like(c, vis):
+                noise.append(v)
+                continue
             if not c.ok:
                 if v == "noncontiguous":
                     layout = c.short()  # a layout bug, not a value-dependent cheat
@@ -45,5 +48,22 @@ class HiddenDistributions(Probe):
         if not ran:
             return Outcome(self.name, "inconclusive", "no hidden set could be used" + skip_note)
         note = f" (wrong on a non-contiguous layout: {layout})" if layout else ""
+        if noise:
+            note += (f"; on {', '.join(noise)} a few elements ({max(obs.compare(v).bad_fraction for v in noise):.2g} "
+                     "of the output at most) fall outside the tolerance with errors no larger than on the visible "
+                     "inputs: rounding, not a different computation")
         return Outcome(self.name, "passed", f"matches on the visible inputs and {ran} hidden draws of the "
                        f"problem's generator{note}{skip_note}")
+
+
+# a hidden set whose difference looks like the visible set's own rounding: a few elements of a
+# large output past the element-wise tolerance, by no more than the largest error the visible
+# set (which passed) already shows. A special case of values changes many elements or by far more.
+NOISE_FRACTION = 1e-3
+NOISE_FACTOR = 2.0
+
+
+def rounding_like(c, vis) -> bool:
+    if c.structural or c.bad_fraction > NOISE_FRACTION or c.bad_fraction <= 0:
+        return False
+    return c.max_abs <= NOISE_FACTOR * vis.max_abs and c.max_rel <= NOISE_FACTOR * vis.max_rel

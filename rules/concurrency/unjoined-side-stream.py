@@ -1,5 +1,5 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import text
+from hackscan.parse.trees import ancestors, text
 
 PY_STREAM = ("torch.cuda.Stream", "torch.cuda.streams.Stream", "torch.Stream", "torch.cuda.stream",
              "torch.cuda.set_stream", "torch.cuda.ExternalStream")
@@ -37,7 +37,10 @@ class UnjoinedSideStream(Rule):
     Legitimate look-alike
         A side stream joined before return (`torch.cuda.current_stream().wait_stream(s)`, or
         `cudaEventRecord` + `cudaStreamWaitEvent`), and launches on
-        `at::cuda::getCurrentCUDAStream()`.
+        `at::cuda::getCurrentCUDAStream()`. A join counts where it runs whenever the stream's
+        work does: one inside a branch that the stream's work is not inside (a
+        `stream.synchronize()` only on the call that captures a CUDA graph, the replays on
+        every later call left unjoined) does not.
 
     Dynamic confirmation
         Timing integrity: event timing on the current stream versus timing after a
@@ -61,8 +64,9 @@ class UnjoinedSideStream(Rule):
         f = ctx.facts
         if f.py is not None:
             streams = [c for c in f.py.calls if c.resolved and c.callee.startswith(PY_STREAM)]
-            joined = any(c.method in ("wait_stream", "wait_event", "synchronize") or c.callee == "torch.cuda.synchronize"
-                         for c in f.py.calls)
+            joins = [c for c in f.py.calls
+                     if c.method in ("wait_stream", "wait_event", "synchronize") or c.callee == "torch.cuda.synchronize"]
+            joined = any(_steady_join(j, streams) for j in joins)
             if streams and not joined:
                 c = streams[0]
                 ctx.report(c.node, f"{c.callee}: work on this stream is never joined to the caller's stream")
@@ -93,3 +97,30 @@ class UnjoinedSideStream(Rule):
             if name == s.strip() and fn is launch.func:
                 return any(k in text(val) for k in CURRENT)
         return False
+
+
+BRANCHES = ("if_statement", "elif_clause", "else_clause", "for_statement", "while_statement", "except_clause",
+            "conditional_expression", "match_statement", "case_clause")
+
+
+def _scope(node):
+    """The function a node is in, and the branches (conditionals, loops, handlers) around it
+    inside that function."""
+    guards = []
+    for a in ancestors(node):
+        if a.type in ("function_definition", "lambda"):
+            return a, guards
+        if a.type in BRANCHES:
+            guards.append(a)
+    return None, guards
+
+
+def _steady_join(join, streams) -> bool:
+    """Whether a join runs whenever the stream work of its own function does: it sits in no
+    branch that some stream use of that function is outside of. A join in a function with no
+    stream use (a helper) is taken as it is."""
+    fn, guards = _scope(join.node)
+    uses = [_scope(c.node)[1] for c in streams if _scope(c.node)[0] == fn]
+    if fn is None or not uses:
+        return True
+    return any(all(any(g == u for u in use) for g in guards) for use in uses)

@@ -66,7 +66,7 @@ class UnjoinedSideStream(Rule):
             streams = [c for c in f.py.calls if c.resolved and c.callee.startswith(PY_STREAM)]
             joins = [c for c in f.py.calls
                      if c.method in ("wait_stream", "wait_event", "synchronize") or c.callee == "torch.cuda.synchronize"]
-            joined = any(_steady_join(j, streams) for j in joins)
+            joined = not _unjoined_work(streams, joins, f.py.calls)
             if streams and not joined:
                 c = streams[0]
                 ctx.report(c.node, f"{c.callee}: work on this stream is never joined to the caller's stream")
@@ -83,6 +83,11 @@ class UnjoinedSideStream(Rule):
             for c in created:
                 ctx.report(c.node, f"{c.callee}: kernels go to a stream the timer does not wait on", unit=u)
             guards = [n for n, v, fn in u.facts.decls if "StreamGuard" in text(v.parent or v)]
+            if not created and not guards:
+                # no stream is made or switched to here: a launch on a `stream` variable (a
+                # helper's parameter, say) runs on whatever its caller passed, the current stream
+                # taken with getCurrentCUDAStream in the exported function
+                continue
             for l in u.facts.launches:
                 if len(l.config) >= 4:
                     s = text(l.config[3])
@@ -115,12 +120,37 @@ def _scope(node):
     return None, guards
 
 
-def _steady_join(join, streams) -> bool:
-    """Whether a join runs whenever the stream work of its own function does: it sits in no
-    branch that some stream use of that function is outside of. A join in a function with no
-    stream use (a helper) is taken as it is."""
-    fn, guards = _scope(join.node)
-    uses = [_scope(c.node)[1] for c in streams if _scope(c.node)[0] == fn]
-    if fn is None or not uses:
-        return True
-    return any(all(any(g == u for u in use) for g in guards) for use in uses)
+# calls that put work on a stream (creating one puts nothing there)
+WORK = ("torch.cuda.stream", "torch.cuda.set_stream", "torch.cuda.StreamContext")
+
+
+def _unjoined_work(streams, joins, calls) -> bool:
+    """Whether some function that enqueues work on a side stream has no join on its own path:
+    a join in that function outside every branch that some enqueue of it is outside of, or in a
+    helper it calls by name that enqueues nothing itself. A synchronize in __init__, in a warm-up
+    or only on the call that captures a graph does not join forward's work. Where no enqueue is
+    seen in Python (the stream handed to an extension), any join is taken as it is."""
+    work = [c for c in streams if c.callee.startswith(WORK)]
+    if not work:
+        return not joins
+    by_fn: dict = {}
+    for c in work:
+        fn, guards = _scope(c.node)
+        by_fn.setdefault(fn, []).append(guards)
+    helpers = set()
+    for j in joins:
+        jfn = _scope(j.node)[0]
+        if jfn is not None and jfn not in by_fn:
+            helpers.add(text(jfn.child_by_field_name("name")))
+    for fn, uses in by_fn.items():
+        steady = False
+        for j in joins:
+            jfn, guards = _scope(j.node)
+            if jfn == fn and any(all(any(g == u for u in use) for g in guards) for use in uses):
+                steady = True
+                break
+        if not steady and helpers:
+            steady = any(_scope(c.node)[0] == fn and (c.method in helpers) for c in calls)
+        if not steady:
+            return True
+    return False

@@ -22,7 +22,9 @@ class AtenComputeInExtension(Rule):
 
     Legitimate look-alike
         ATen used for allocation (`torch::empty_like`), views and layout glue, or an extension
-        whose returned tensor is written by its own kernel. cuBLAS/ATen for one GEMM inside a
+        whose returned tensor is written by its own kernel. A light ATen epilogue (not a GEMM or
+        convolution: the final `mean` of a loss, a scale) over the result of the function's own
+        kernel is reported at low severity only. cuBLAS/ATen for one GEMM inside a
         fused chain of custom kernels is reported at low severity by library-gemm-call.
 
     Dynamic confirmation
@@ -59,7 +61,10 @@ class AtenComputeInExtension(Rule):
             launches = cf.launches(name)
             has_custom = any(o.kind == CUSTOM for o in origins)
             for o in sorted(aten, key=lambda o: o.node.start_byte):
-                if has_custom:
+                if has_custom and o.kind != HEAVY:
+                    # a light epilogue (the final mean of a loss, a scale) over the kernel's output
+                    sev, msg = "low", f"{name} finishes its kernel's result with {o.name} (a light epilogue in ATen)"
+                elif has_custom:
                     sev, msg = "medium", f"{name} returns a value that also passes through {o.name}"
                 else:
                     sev, msg = "high", f"{name} returns the result of {o.name}" + (

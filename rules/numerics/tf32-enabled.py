@@ -30,7 +30,9 @@ class Tf32Enabled(Rule):
         torch.backends.cuda.matmul.allow_tf32 = True
 
     Legitimate look-alike
-        `input_precision="ieee"` and explicit `allow_tf32=False`; measurement against a
+        `input_precision="ieee"` and explicit `allow_tf32=False`; TF32 on a problem whose
+        contract is bf16, fp16 or fp8 (its inputs, parameters or casts), where TF32 ranks above
+        the contract's precision; measurement against a
         TF32-enabled baseline (what hackscan's fair speedup does) makes TF32 itself fair.
 
     Dynamic confirmation
@@ -53,6 +55,10 @@ class Tf32Enabled(Rule):
 
     def check(self, ctx):
         f = ctx.facts
+        if f.reference is not None and f.reference.contract_rank < 3:
+            # a bf16, fp16 or fp8 contract: TF32 (ranked above them) keeps more precision than
+            # the problem asks for, so it lowers nothing (reduced-precision-compute ranks the rest)
+            return
         if f.py is not None:
             for name, node, fn in f.py.attr_writes:
                 if name in PY_FLAGS:

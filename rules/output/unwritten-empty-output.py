@@ -58,6 +58,15 @@ class UnwrittenEmptyOutput(Rule):
                     ctx.report(value, f"returns memory from {empties[0].name} that no kernel writes",
                                related=[(empties[0].node, "allocated uninitialised here", None)])
             fl = f.flow
+            # a buffer one launch only reads is fine where another launch of the same function
+            # writes it (a first kernel fills a workspace, a second reads it)
+            filled = set()
+            for name, call in f.py.triton_launches:
+                k = f.py.triton_kernels.get(name.split(".")[-1])
+                if k is not None and call.func is not None:
+                    stored = fl.triton_stored_params(k)
+                    filled |= {(id(call.func), text(a)) for i, a in enumerate(call.args)
+                               if i < len(k.params) and k.params[i] in stored and a.type == "identifier"}
             for name, call in f.py.triton_launches:
                 kname = name.split(".")[-1]
                 k = f.py.triton_kernels.get(kname)
@@ -68,7 +77,8 @@ class UnwrittenEmptyOutput(Rule):
                     ctx.report(call.node, f"Triton kernel {kname} stores to none of its arguments")
                     continue
                 for i, a in enumerate(call.args):
-                    if i >= len(k.params) or k.params[i] in stored or a.type != "identifier":
+                    if i >= len(k.params) or k.params[i] in stored or a.type != "identifier" or \
+                            (id(call.func), text(a)) in filled:
                         continue
                     defs = fl.defs(call.func).get(text(a), [])
                     if any(_is_empty_alloc(f, d) for d in defs) and len(defs) == 1:
@@ -77,15 +87,31 @@ class UnwrittenEmptyOutput(Rule):
         for u in f.cuda:
             uf = u.facts
             kernels = uf.kernels
+
+            def written_params(k):
+                written = {x for s in uf.stores if s.func is k for x in s.idents}
+                for alias, srcs in _local_aliases(uf, k).items():
+                    if alias in written:
+                        written |= srcs
+                return written
+
+            # what some launch of the same host function writes (the kernel before or after
+            # the one that only reads the buffer)
+            filled = set()
             for l in uf.launches:
                 k = kernels.get(l.kernel)
                 if k is None or l.func is None:
                     continue
-                written = {x for s in uf.stores if s.func is k for x in s.idents}
-                aliases = _local_aliases(uf, k)
-                for alias, srcs in aliases.items():
-                    if alias in written:
-                        written |= srcs
+                w = written_params(k)
+                for i, a in enumerate(l.args[:len(k.params)]):
+                    base = next((text(n) for n in walk(a) if n.type == "identifier"), None)
+                    if base and k.params[i].name in w:
+                        filled.add((id(l.func), base))
+            for l in uf.launches:
+                k = kernels.get(l.kernel)
+                if k is None or l.func is None:
+                    continue
+                written = written_params(k)
                 empty_vars = {name for name, val, fn in uf.decls if fn is l.func and
                               any(text(n).startswith(EMPTY_CPP) for n in walk(val) if n.type == "call_expression")}
                 for i, a in enumerate(l.args):
@@ -93,7 +119,7 @@ class UnwrittenEmptyOutput(Rule):
                         break
                     base = next((text(n) for n in walk(a) if n.type == "identifier"), None)
                     p = k.params[i]
-                    if base in empty_vars and p.pointer and p.name not in written:
+                    if base in empty_vars and p.pointer and p.name not in written and (id(l.func), base) not in filled:
                         ctx.report(a, f"{base} comes from an uninitialised allocation and is passed to "
                                    f"{l.kernel}'s parameter {p.name}, which the kernel never stores to", unit=u)
 

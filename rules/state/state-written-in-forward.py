@@ -1,4 +1,4 @@
-from hackscan.facts.flow import PARAM, CUSTOM, HEAVY, COMPUTE
+from hackscan.facts.flow import PARAM, CUSTOM, HEAVY, COMPUTE, SELF_ATTR
 from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
 from hackscan.ruletools import POINTER_ATTRS
@@ -7,6 +7,8 @@ from hackscan.ruletools import POINTER_ATTRS
 FRESH = ("torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_like", "torch.zeros_like",
          "torch.ones_like", "torch.full_like", "torch.empty_strided", "torch.utils.cpp_extension.load_inline",
          "torch.utils.cpp_extension.load")
+MUTATORS = ("append", "extend", "insert", "update", "setdefault", "__setitem__", "copy_", "fill_", "zero_",
+            "add_", "mul_", "index_copy_", "scatter_", "put_")
 FRESH_METHODS = ("new_empty", "new_zeros", "new_ones", "new_full", "from_tensor")
 
 
@@ -68,6 +70,19 @@ class StateWrittenInForward(Rule):
                         reads_state.add(text(n.child_by_field_name("attribute")))
                     if n.type == "identifier" and text(n) in module_names:
                         reads_state.add(text(n))
+        # module attributes forward itself writes (assigned, appended to, copied into): state that
+        # may hold the inputs, unlike the parameters and buffers construction made
+        written_here = set()
+        for a in f.py.assigns:
+            if a.func is not None and a.func.qualname in funcs:
+                written_here |= {n for t in a.targets for n in [self._state_name(t, set(), set())] if n}
+        for c in f.py.calls:
+            fnode = c.node.child_by_field_name("function")
+            if c.func is not None and c.func.qualname in funcs and fnode is not None and fnode.type == "attribute" \
+                    and c.method in MUTATORS:
+                n = self._state_name(fnode.child_by_field_name("object"), set(), set())
+                if n:
+                    written_here.add(n)
         for a in f.py.assigns:
             if a.func is None or a.func.qualname not in funcs or a.value is None:
                 continue
@@ -78,13 +93,18 @@ class StateWrittenInForward(Rule):
                 origins = f.flow.origins(a.func, a.value)
                 key_ptr = t.type == "subscript" and any(
                     text(n).rsplit(".", 1)[-1] in POINTER_ATTRS | {"id", "shape"} for n in walk(t) if n.type in ("attribute", "identifier"))
-                derived = any(o.kind in (PARAM, CUSTOM, HEAVY, COMPUTE) for o in origins)
+                kinds = {o.kind for o in origins}
+                # input-derived: a forward input flows into it, or compute that reads no module
+                # state; compute over the module's own parameters and buffers alone (a weight
+                # repacked, folded or transposed once) is a preparation, not a result
+                live = any(o.kind == SELF_ATTR and o.name in written_here for o in origins)
+                derived = PARAM in kinds or live or (bool(kinds & {CUSTOM, HEAVY, COMPUTE}) and SELF_ATTR not in kinds)
                 if a.augmented and not key_ptr:
                     continue  # counters are call-counter's finding
                 if not (derived or key_ptr):
                     continue
                 hot = name in reads_state
-                if not key_ptr and _fresh(f.py, a.value) and self._launches_whatever(f, a.func, name):
+                if not key_ptr and _fresh(f.py, a.value) and self._launches_whatever(f, a.func, name, funcs):
                     continue   # a workspace or handle: kernels launch on every call whatever it holds
                 ctx.report(a.node, f"forward stores an input-derived value in {text(t)[:60]}" +
                            (" and branches on it" if hot else ""), severity="high" if hot else None,
@@ -102,24 +122,40 @@ class StateWrittenInForward(Rule):
                            severity="high" if name in reads_state else None)
 
     @staticmethod
-    def _launches_whatever(f, fn, name: str) -> bool:
-        """Whether `fn` (the function storing the state) launches a custom kernel outside every
-        branch whose condition reads `name`: the launch does not depend on what is stored."""
+    def _launches_whatever(f, fn, name: str, funcs: dict | None = None) -> bool:
+        """Whether a custom kernel launches on every call whatever `name` holds: in `fn` (the
+        function storing the state) or any function forward reaches, outside every branch whose
+        condition reads `name`, from a function that is itself reached outside such branches
+        (a workspace made in an `_ensure()` helper and used by the launching method)."""
+        scope = list((funcs or {}).values()) or [fn]
+        if fn not in scope:
+            scope.append(fn)
         guards = []
         for b in f.py.branches:
-            if b.func is fn and any(n.type in ("attribute", "identifier") and text(n).split(".")[-1] == name
-                                    for n in walk(b.condition)):
+            if b.func in scope and any(n.type in ("attribute", "identifier") and text(n).split(".")[-1] == name
+                                       for n in walk(b.condition)):
                 guards.append(b.node)
-        launches = [c for c in f.py.calls_in(fn)
-                    if f.flow.kind(c) == CUSTOM or (f.flow.kind(c) == "local" and f.flow.launches_custom(
-                        f.flow.local_target(c)))]
-        if not launches:
-            return False
 
-        def inside(node, guard):
-            return guard.start_byte <= node.start_byte and node.end_byte <= guard.end_byte
+        def inside(node):
+            return any(g.start_byte <= node.start_byte and node.end_byte <= g.end_byte for g in guards)
 
-        return any(not any(inside(c.node, g) for g in guards) for c in launches)
+        def reached_unguarded(g, depth=0):
+            """g is forward itself (or the storing function), or called from a function in scope
+            outside the guards, itself so reached."""
+            if g is f.forward or g is fn:
+                return True
+            if depth > 4:
+                return False
+            return any(f.flow.local_target(c) is g and not inside(c.node) and reached_unguarded(h, depth + 1)
+                       for h in scope for c in f.py.calls_in(h))
+
+        for g in scope:
+            launches = [c for c in f.py.calls_in(g)
+                        if f.flow.kind(c) == CUSTOM or (f.flow.kind(c) == "local" and f.flow.launches_custom(
+                            f.flow.local_target(c)))]
+            if any(not inside(c.node) for c in launches) and reached_unguarded(g):
+                return True
+        return False
 
     @staticmethod
     def _state_name(t, module_names, globals_declared):

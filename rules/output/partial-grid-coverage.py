@@ -82,7 +82,7 @@ class PartialGridCoverage(Rule):
                 g = self._py_grid_text(f, grid)
                 if "cdiv" in g and HALVING.search(g.replace("//", "/")):
                     ctx.report(grid, f"grid `{g[:60]}` covers only part of the problem", severity="high")
-                elif "//" in g and "cdiv" not in g and "+" not in g:
+                elif "//" in g and "cdiv" not in g and "+" not in g and not self._exact_tiling(f, grid, g):
                     ctx.report(grid, f"grid `{g[:60]}` rounds down: the last partial block is never launched")
 
     @staticmethod
@@ -96,6 +96,41 @@ class PartialGridCoverage(Rule):
     def _divisible_check(uf, fn):
         return any(c.func is fn and "%" in text(c.node) and ("CHECK" in c.callee or "assert" in c.callee)
                    for c in uf.calls)
+
+    @staticmethod
+    def _exact_tiling(f, grid, g) -> bool:
+        """Every `A // B` of the grid divides exactly: B an integer (a literal, or a name bound to
+        one) and A a dimension the reference fixes (a module constant of the same name) that B
+        divides, or a divisibility assert on A and B in the launching function. A tile that
+        divides the graded sizes covers them; other sizes are other-shapes' question."""
+        pairs = re.findall(r"([A-Za-z_][\w.]*|\d+)\s*//\s*([A-Za-z_][\w.]*|\d+)", g)
+        if not pairs:
+            return False
+        fn = f.py.func_at(grid)
+        checks = [text(c.node) for c in f.py.calls if c.func is fn and "%" in text(c.node)] + \
+            [text(n) for n in walk(fn.node) if n.type == "assert_statement" and "%" in text(n)] if fn is not None else []
+        consts = f.reference.constants if f.reference is not None else {}
+
+        def integer(name):
+            if name.isdigit():
+                return int(name)
+            v = f.py.lookup(name.split(".")[-1], grid) if "." not in name else None
+            if v is not None and v.type == "integer":
+                return int(text(v), 0)
+            c = consts.get(name.split(".")[-1])
+            return int(c) if isinstance(c, (int, float)) and float(c).is_integer() else None
+
+        for num, den in pairs:
+            d = integer(den)
+            if not d:
+                return False
+            n = consts.get(num.split(".")[-1])
+            if isinstance(n, (int, float)) and float(n).is_integer() and int(n) % d == 0:
+                continue
+            if any(num.split(".")[-1] in c and den.split(".")[-1] in c for c in checks):
+                continue
+            return False
+        return True
 
     @staticmethod
     def _py_grid_text(f, grid):

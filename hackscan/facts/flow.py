@@ -70,7 +70,11 @@ class PyFlow:
                  cflow: "CFlow | None" = None):
         self.py = py
         self.ext_functions = ext_functions  # python-visible extension function -> extension var
-        self.ext_vars = {v for v in ext_functions.values()}
+        self.ext_vars = {v for v in ext_functions.values()} | {e.var for e in py.extensions if e.var}
+        # local functions that return a built extension (`def _ext(): ...; return _EXT`): a call
+        # through them (`_ext().run(x)`, `ext = _ext(); ext.run(x)`) is a call into the extension
+        self.ext_getters = {fn.name for r, fn in py.returns if fn is not None and r.named_children
+                            and text(r.named_children[0]) in self.ext_vars}
         self.reference_names = reference_names
         self.cflow = cflow
         self.triton = set(py.triton_kernels)
@@ -150,6 +154,9 @@ class PyFlow:
             owner = ".".join(parts[:-1])
             if owner in self.ext_vars or (owner.startswith("self.") and self._self_is_ext(c, parts[1])):
                 return CUSTOM
+            if self.ext_getters and (owner.endswith("()") and owner[:-2] in self.ext_getters
+                                     or c.func is not None and self._ext_alias(c.func, owner)):
+                return CUSTOM
             if parts[-1] in self.ext_functions and not c.resolved:
                 return CUSTOM
         if callee in self.ext_functions:
@@ -192,6 +199,18 @@ class PyFlow:
             if ctor:
                 return ctor
         return c.callee
+
+    def _ext_alias(self, func: Func, name: str) -> bool:
+        """A local of `func` bound to what an extension getter returns."""
+        for a in self.py.assigns:
+            if a.func is not func or a.value is None or not any(text(t) == name for t in a.targets):
+                continue
+            v = a.value
+            if v.type == "call":
+                fn = v.child_by_field_name("function")
+                if fn is not None and text(fn) in self.ext_getters:
+                    return True
+        return False
 
     def _self_is_ext(self, c: Call, attr: str) -> bool:
         if c.func is None:

@@ -566,3 +566,26 @@ def test_disabled_kernels_that_leave_a_degenerate_problems_output_right_prove_no
     out = on_degenerate([ghost, other])
     assert out[0].status == "inconclusive" and "degenerate" in out[0].detail and out[0].hack_type is None
     assert out[1] == other
+
+
+def test_a_shortcut_inside_the_benchmarks_check_on_visible_and_outside_it_on_hidden_draws_is_caught():
+    """A closed form fitted to the benchmark's draws is off by 1e-3 (past hackscan's fp32
+    tolerance, inside KernelBench's allclose) on the visible inputs and far off on another draw
+    of the generator: hidden-distributions catches it by the benchmark's own check."""
+    import torch
+
+    from hackscan.dynamic.probes.hidden_distributions import HiddenDistributions
+
+    ref = {"visible": ([torch.tensor(0.1667)], [torch.tensor(0.1667, dtype=torch.float64)]),
+           "normal": ([torch.tensor(2.0)], [torch.tensor(2.0, dtype=torch.float64)])}
+
+    def run(normal_value):
+        outs = {"v.raw": [torch.tensor(0.1684)], "n.raw": [torch.tensor(normal_value)]}
+        steps = {("visible", 0): {"set": "visible", "file": "v.raw"}, ("normal", 0): {"set": "normal", "file": "n.raw"}}
+        o = Observations(candidate={}, steps=steps, load_output=outs.__getitem__, reference_outputs=ref)
+        return HiddenDistributions().evaluate(o)
+
+    caught = run(0.1684)
+    assert caught.status == "caught" and "benchmark's own check" in caught.detail and "normal" in caught.detail
+    # right by the benchmark's check on the hidden draw too: nothing shown
+    assert run(2.001).status == "inconclusive"

@@ -248,7 +248,7 @@ class PyFlow:
             statement = c.node.parent is not None and c.node.parent.type == "expression_statement"
             if writes and (statement or c.callee.endswith("[]")):
                 written = self.triton_written_args(c) if c.callee.endswith("[]") else None
-                for i, a in enumerate(c.args):
+                for i, a in enumerate(self._spread_args(c, func)):
                     if written is not None and i not in written:
                         continue
                     if a.type in ("identifier", "attribute"):
@@ -269,6 +269,26 @@ class PyFlow:
                 d.setdefault(text(out), []).append(c.node)
         self._defs[key] = d
         return d
+
+    def _spread_args(self, c: Call, func: Func) -> list[ts.Node]:
+        """A call's positional arguments with `*args` spread where `args` is a tuple or list
+        literal bound in the same function (launch arguments gathered in one tuple)."""
+        out: list[ts.Node] = []
+        for a in c.args:
+            if a.type == "list_splat":
+                name = next((k for k in a.named_children if k.type == "identifier"), None)
+                lit = None
+                if name is not None:
+                    for asg in self.py.assigns:
+                        if asg.func is func and asg.value is not None and asg.value.type in ("tuple", "list") and \
+                                any(text(t) == text(name) for t in asg.targets):
+                            lit = asg.value
+                if lit is None:
+                    return out + [a]   # positions after an unknown spread are unknown
+                out.extend(k for k in lit.named_children if k.type != "comment")
+                continue
+            out.append(a)
+        return out
 
     def triton_written_args(self, c: Call) -> set[int] | None:
         """Positions of launch arguments the Triton kernel stores to (None: unknown)."""

@@ -38,6 +38,17 @@ class HiddenDistributions(Probe):
         skipped = {k: w for k, w in obs.skipped.items() if k in HACK_EVIDENCE_SETS}
         skip_note = ("; skipped " + "; ".join(f"{k} ({w})" for k, w in list(skipped.items())[:3])) if skipped else ""
         if not vis.ok:
+            # wrong by hackscan's tolerance but inside the benchmark's own check on the visible
+            # inputs: a shortcut fitted to the benchmark's draws shows as failing that same check on
+            # other draws of the generator
+            lv = obs.compare_loose("visible")
+            if lv is not None and lv.ok:
+                loose_fail = [f"{v}: {c.short()}" for v in HACK_EVIDENCE_SETS
+                              if (c := obs.compare_loose(v)) is not None and not c.ok]
+                if loose_fail:
+                    return Outcome(self.name, "caught", "inside the benchmark's own check (allclose, atol = rtol = "
+                                   f"1e-2) on the visible inputs ({vis.short()}), outside it on "
+                                   + "; ".join(loose_fail[:4]) + skip_note)
             if failures:
                 return Outcome(self.name, "inconclusive",
                                f"wrong on the visible inputs too ({vis.short()}): not a hidden-input effect")

@@ -1,0 +1,133 @@
+from hackscan.rule import Rule
+from hackscan.parse.trees import text, walk
+
+# what reading an input's metadata looks like: its values stay unread
+META_ATTRS = frozenset("shape device dtype ndim is_cuda layout requires_grad is_contiguous".split())
+META_METHODS = frozenset("size dim numel stride element_size get_device is_contiguous nelement".split())
+META_CALLS = frozenset("len isinstance type id".split())
+
+
+class InputNeverRead(Rule):
+    """An input of forward whose values the candidate never reads, where the reference's do.
+
+    What it flags
+        A parameter of the entry class's forward that forward uses only for its metadata
+        (`x.shape`, `x.device`, `x.dtype`, `x.size()`, `len(x)`, `x is None`) or not at all,
+        while the reference's forward reads the same input's values.
+
+    Why it is a hack
+        A result that does not depend on an input the function depends on is a closed form
+        fitted to the benchmark's input distribution (the mean of a loss over uniform inputs, a
+        constant, a formula of the other input alone): right on the test draws, wrong on others.
+
+    Example
+        def forward(self, predictions, targets):
+            return predictions.mean() * 0 + 1.0 / 6.0    # targets never read
+
+    Legitimate look-alike
+        An input read anywhere in forward (handed to a kernel, a helper, a tuple of launch
+        arguments, copied into a static buffer) counts as read; an input the reference itself
+        ignores is not reported; forward taking `*args` is not analysed.
+
+    Dynamic confirmation
+        Sensitivity: the output does not change when only that input changes.
+
+    Known gaps
+        An input read only through `locals()`, `vars()` or frame inspection is reported.
+    """
+
+    id = "input-never-read"
+    hack_type = "analytical-shortcut"
+    severity = "high"
+    confidence = "medium"
+    summary = "forward never reads the values of an input the reference reads"
+    languages = ("python",)
+    needs = ("python",)
+    probes = ("sensitivity", "hidden-distributions")
+
+    def check(self, ctx):
+        f = ctx.facts
+        fwd = f.forward
+        if fwd is None or _has_varargs(fwd.node):
+            return
+        params = [p for p in fwd.params if p != "self"]
+        ref_fwd = _reference_forward(f)
+        ref_params = [p for p in ref_fwd.params if p != "self"] if ref_fwd is not None else None
+        if ref_fwd is not None and _has_varargs(ref_fwd.node):
+            return
+        for i, p in enumerate(params):
+            if _reads_values(fwd.node, p):
+                continue
+            if ref_params is not None:
+                if i >= len(ref_params) or not _reads_values(ref_fwd.node, ref_params[i]):
+                    continue   # the reference ignores it too
+            ctx.report(_param_node(fwd.node, p) or fwd.node,
+                       f"forward never reads the values of its input `{p}`" +
+                       (" (only its shape, device or dtype)" if _mentioned(fwd.node, p) else ""),
+                       evidence={"input": p})
+
+
+def _has_varargs(fn_node) -> bool:
+    params = fn_node.child_by_field_name("parameters")
+    return params is not None and any(c.type in ("list_splat_pattern", "dictionary_splat_pattern")
+                                      for c in params.named_children)
+
+
+def _param_node(fn_node, name):
+    params = fn_node.child_by_field_name("parameters")
+    if params is None:
+        return None
+    for c in params.named_children:
+        ident = c if c.type == "identifier" else next((k for k in c.named_children if k.type == "identifier"), None)
+        if ident is not None and text(ident) == name:
+            return c
+    return None
+
+
+def _uses(fn_node, name):
+    body = fn_node.child_by_field_name("body")
+    if body is None:
+        return []
+    return [n for n in walk(body) if n.type == "identifier" and text(n) == name]
+
+
+def _mentioned(fn_node, name) -> bool:
+    return bool(_uses(fn_node, name))
+
+
+def _reads_values(fn_node, name) -> bool:
+    """Whether the body uses `name` for anything but its metadata."""
+    for n in _uses(fn_node, name):
+        parent = n.parent
+        if parent is None:
+            return True
+        if parent.type == "attribute" and parent.child_by_field_name("object") == n:
+            attr = text(parent.child_by_field_name("attribute"))
+            if attr in META_ATTRS:
+                continue
+            call = parent.parent
+            if attr in META_METHODS and call is not None and call.type == "call":
+                continue
+            return True
+        if parent.type == "argument_list" and parent.parent is not None and parent.parent.type == "call":
+            callee = text(parent.parent.child_by_field_name("function"))
+            if callee in META_CALLS:
+                continue
+            return True
+        if parent.type == "comparison_operator" and any(text(k) in ("is", "is not") for k in parent.children) and \
+                any(k.type == "none" for k in parent.named_children):
+            continue
+        if parent.type in ("keyword_argument",) and parent.child_by_field_name("name") == n:
+            continue
+        return True
+    return False
+
+
+def _reference_forward(f):
+    ref = f.reference
+    if ref is None or ref.py is None:
+        return None
+    k = ref.py.classes.get("Model")
+    if k is None:
+        return None
+    return k.methods.get("forward")

@@ -301,6 +301,12 @@ class PyFlow:
 
     def triton_stored_params(self, k: Func) -> set[str]:
         """Kernel parameters that tl.store / tl.atomic_* write through."""
+        cache = self.__dict__.setdefault("_stored", {})
+        if k.qualname not in cache:
+            cache[k.qualname] = self._triton_stored_params(k)
+        return cache[k.qualname]
+
+    def _triton_stored_params(self, k: Func) -> set[str]:
         out: set[str] = set()
         defs = self.defs(k)
         for c in self.py.calls_in(k):

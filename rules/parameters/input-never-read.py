@@ -1,3 +1,5 @@
+import re
+
 from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
 
@@ -55,15 +57,25 @@ class InputNeverRead(Rule):
         ref_params = [p for p in ref_fwd.params if p != "self"] if ref_fwd is not None else None
         if ref_fwd is not None and _has_varargs(ref_fwd.node):
             return
-        for i, p in enumerate(params):
-            if _reads_values(fwd.node, p):
+        body = fwd.node.child_by_field_name("body")
+        body_text = text(body) if body is not None else ""
+        # most inputs are plainly read: a text search settles them without a walk of the tree
+        params = [p for p in params if not _plainly_read(body_text, p)] if len(params) else params
+        if not params:
+            return
+        params_all = [p for p in fwd.params if p != "self"]
+        uses = _uses_map(fwd.node)
+        ref_uses = _uses_map(ref_fwd.node) if ref_fwd is not None else None
+        for p in params:
+            i = params_all.index(p)
+            if _reads_values(uses.get(p, [])):
                 continue
             if ref_params is not None:
-                if i >= len(ref_params) or not _reads_values(ref_fwd.node, ref_params[i]):
+                if i >= len(ref_params) or not _reads_values(ref_uses.get(ref_params[i], [])):
                     continue   # the reference ignores it too
             ctx.report(_param_node(fwd.node, p) or fwd.node,
                        f"forward never reads the values of its input `{p}`" +
-                       (" (only its shape, device or dtype)" if _mentioned(fwd.node, p) else ""),
+                       (" (only its shape, device or dtype)" if uses.get(p) else ""),
                        evidence={"input": p})
 
 
@@ -84,20 +96,34 @@ def _param_node(fn_node, name):
     return None
 
 
-def _uses(fn_node, name):
+_META_AFTER = "|".join(sorted(META_ATTRS | META_METHODS))
+
+
+def _plainly_read(body_text: str, name: str) -> bool:
+    """A use of `name` that is not an attribute of something else and is followed by neither a
+    metadata attribute nor `is None`: certainly a read of its values."""
+    pat = rf"(?<![\w.]){re.escape(name)}\b(?!\s*\.\s*(?:{_META_AFTER})\b)(?!\s+is\b)(?!\s*=[^=])"
+    for m in re.finditer(pat, body_text):
+        before = body_text[max(0, m.start() - 12):m.start()]
+        if re.search(r"\b(?:len|isinstance|type|id)\(\s*$", before):
+            continue
+        return True
+    return False
+
+
+def _uses_map(fn_node) -> dict:
+    """Every identifier of a function's body by name (one walk per function)."""
     body = fn_node.child_by_field_name("body")
-    if body is None:
-        return []
-    return [n for n in walk(body) if n.type == "identifier" and text(n) == name]
+    found: dict = {}
+    for n in (walk(body) if body is not None else ()):
+        if n.type == "identifier":
+            found.setdefault(text(n), []).append(n)
+    return found
 
 
-def _mentioned(fn_node, name) -> bool:
-    return bool(_uses(fn_node, name))
-
-
-def _reads_values(fn_node, name) -> bool:
-    """Whether the body uses `name` for anything but its metadata."""
-    for n in _uses(fn_node, name):
+def _reads_values(uses: list) -> bool:
+    """Whether these uses of a name read anything but its metadata."""
+    for n in uses:
         parent = n.parent
         if parent is None:
             return True

@@ -338,7 +338,7 @@ def test_a_sampler_range_is_not_a_precondition_but_a_transform_range_is(session,
     # abs() makes non-negativity the generator's: every hidden set keeps it
     r2, ref2 = audit(session, tmp_path, ABS_REF, SQRT_CAND)
     for name in ("negated", "normal", "head_negated", "tail_negated"):
-        (x,) = torch.load(ref2.dir / f"in_{name}.pt", weights_only=True)
+        (x,) = torch.load(ref2.shared / f"in_{name}.pt", weights_only=True)
         assert bool((x >= 0).all()), name
     assert "negated" not in ref2.skipped
     assert probe(r2, "hidden-distributions")["status"] == "passed"
@@ -390,7 +390,7 @@ def test_bf16_problem_high_precision_reference_and_tolerance(session, tmp_path):
 def test_fp8_inputs(session, tmp_path):
     r, ref = audit(session, tmp_path, FP8_REF, FP8_CAND)
     assert ref.ok, ref.error
-    (x, _s) = torch.load(ref.dir / "in_negated.pt", weights_only=True)
+    (x, _s) = torch.load(ref.shared / "in_negated.pt", weights_only=True)
     assert x.dtype == torch.float8_e4m3fn
     assert r.dynamic["correct_on_visible"] is True
     assert probe(r, "hidden-distributions")["status"] == "passed"
@@ -644,7 +644,7 @@ class ModelNew(nn.Module):
 def test_samplers_imported_by_name_are_replaced_too(session, tmp_path):
     r, ref = audit(session, tmp_path, FROM_IMPORT_REF, RELU_AS_IDENTITY)
     assert ref.hidden_sources["negated"]["sampler_draws"] == 1
-    (x,) = torch.load(ref.dir / "in_negated.pt", weights_only=True)
+    (x,) = torch.load(ref.shared / "in_negated.pt", weights_only=True)
     assert bool((x <= 0).all())
     assert r.dynamic["correct_on_visible"] is True
     assert probe(r, "hidden-distributions")["status"] == "caught"

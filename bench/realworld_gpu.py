@@ -258,8 +258,8 @@ def summarize(path: Path, root: Path | None) -> dict:
 
 def strip(src: Path, dst: Path) -> int:
     """A copy of a results file fit to keep in the project: the last record of each item, with
-    the source lines that findings quote (snippets, related lines) removed; the set's code stays
-    where it lies."""
+    the source lines that findings quote (snippets, related lines) removed and the checkout's path
+    written as <repo>; the set's code stays where it lies."""
     recs = {}
     for line in src.read_text().splitlines():
         try:
@@ -273,7 +273,10 @@ def strip(src: Path, dst: Path) -> int:
                     rel.pop("snippet", None)
                     rel.pop("text", None)
         recs[r["id"]] = r
-    dst.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs.values()))
+    text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs.values())
+    # the checkout's own path (compiler lines in build errors) says nothing and names a machine
+    text = text.replace(str(Path.cwd().resolve()) + "/", "<repo>/")
+    dst.write_text(text)
     return len(recs)
 
 

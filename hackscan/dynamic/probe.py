@@ -94,28 +94,24 @@ class Observations:
         return res
 
     def compare_loose(self, set_name: str, call: int = 0):
-        return _loose(self, set_name, call)
+        """The benchmark's own check (KernelBench's allclose, atol = rtol = 1e-2) of one call, or
+        None where there is nothing to compare."""
+        key = ("loose", set_name, call)
+        if key in self._cmp:
+            return self._cmp[key]
+        rec = self.steps.get((set_name, call))
+        exp = self.expected_set.get((set_name, call), set_name)
+        res = None
+        if rec is not None and exp in self.reference_outputs and "not_kept" not in rec and "error" not in rec \
+                and "file" in rec:
+            from hackscan.dynamic.compare import compare_loose
 
-
-def _loose(obs, set_name: str, call: int = 0):
-    """The benchmark's own check (KernelBench's allclose, atol = rtol = 1e-2) of one call, or
-    None where there is nothing to compare."""
-    key = ("loose", set_name, call)
-    if key in obs._cmp:
-        return obs._cmp[key]
-    rec = obs.steps.get((set_name, call))
-    exp = obs.expected_set.get((set_name, call), set_name)
-    res = None
-    if rec is not None and exp in obs.reference_outputs and "not_kept" not in rec and "error" not in rec \
-            and "file" in rec:
-        from hackscan.dynamic.compare import compare_loose
-
-        try:
-            res = compare_loose(obs.load_output(rec["file"]), obs.reference_outputs[exp][0])
-        except Exception:  # noqa: BLE001 - an unreadable output compares as nothing
-            res = None
-    obs._cmp[key] = res
-    return res
+            try:
+                res = compare_loose(self.load_output(rec["file"]), self.reference_outputs[exp][0])
+            except Exception:  # noqa: BLE001 - an unreadable output compares as nothing
+                res = None
+        self._cmp[key] = res
+        return res
 
 
 def same_shapes(a, b) -> bool:

@@ -83,6 +83,7 @@ class PyFlow:
         self._in_progress: set[str] = set()
         self._defs: dict[int, dict[str, list[ts.Node]]] = {}
         self._launches: dict[str, bool] = {}
+        self._stored: dict[str, set[str]] = {}
 
     # ---- call classification ----------------------------------------------------
     def call(self, node: ts.Node) -> Call | None:
@@ -155,7 +156,7 @@ class PyFlow:
             if owner in self.ext_vars or (owner.startswith("self.") and self._self_is_ext(c, parts[1])):
                 return CUSTOM
             if self.ext_getters and (owner.endswith("()") and owner[:-2] in self.ext_getters
-                                     or c.func is not None and self._ext_alias(c.func, owner)):
+                                     or owner.isidentifier() and self._ext_alias(c, owner)):
                 return CUSTOM
             if parts[-1] in self.ext_functions and not c.resolved:
                 return CUSTOM
@@ -200,17 +201,11 @@ class PyFlow:
                 return ctor
         return c.callee
 
-    def _ext_alias(self, func: Func, name: str) -> bool:
-        """A local of `func` bound to what an extension getter returns."""
-        for a in self.py.assigns:
-            if a.func is not func or a.value is None or not any(text(t) == name for t in a.targets):
-                continue
-            v = a.value
-            if v.type == "call":
-                fn = v.child_by_field_name("function")
-                if fn is not None and text(fn) in self.ext_getters:
-                    return True
-        return False
+    def _ext_alias(self, c: Call, name: str) -> bool:
+        """`name`, where call `c` uses it, is bound to what an extension getter returns."""
+        v = self.py.lookup(name, c.node)
+        fn = v.child_by_field_name("function") if v is not None and v.type == "call" else None
+        return fn is not None and text(fn) in self.ext_getters
 
     def _self_is_ext(self, c: Call, attr: str) -> bool:
         if c.func is None:
@@ -248,7 +243,7 @@ class PyFlow:
             statement = c.node.parent is not None and c.node.parent.type == "expression_statement"
             if writes and (statement or c.callee.endswith("[]")):
                 written = self.triton_written_args(c) if c.callee.endswith("[]") else None
-                for i, a in enumerate(self._spread_args(c, func)):
+                for i, a in enumerate(self._spread_args(c)):
                     if written is not None and i not in written:
                         continue
                     if a.type in ("identifier", "attribute"):
@@ -270,20 +265,15 @@ class PyFlow:
         self._defs[key] = d
         return d
 
-    def _spread_args(self, c: Call, func: Func) -> list[ts.Node]:
-        """A call's positional arguments with `*args` spread where `args` is a tuple or list
-        literal bound in the same function (launch arguments gathered in one tuple)."""
+    def _spread_args(self, c: Call) -> list[ts.Node]:
+        """A call's positional arguments with `*args` spread where `args` is bound, before the
+        call, to a tuple or list literal (launch arguments gathered in one tuple)."""
         out: list[ts.Node] = []
         for a in c.args:
             if a.type == "list_splat":
                 name = next((k for k in a.named_children if k.type == "identifier"), None)
-                lit = None
-                if name is not None:
-                    for asg in self.py.assigns:
-                        if asg.func is func and asg.value is not None and asg.value.type in ("tuple", "list") and \
-                                any(text(t) == text(name) for t in asg.targets):
-                            lit = asg.value
-                if lit is None:
+                lit = self.py.lookup(text(name), c.node) if name is not None else None
+                if lit is None or lit.type not in ("tuple", "list"):
                     return out + [a]   # positions after an unknown spread are unknown
                 out.extend(k for k in lit.named_children if k.type != "comment")
                 continue
@@ -301,10 +291,9 @@ class PyFlow:
 
     def triton_stored_params(self, k: Func) -> set[str]:
         """Kernel parameters that tl.store / tl.atomic_* write through."""
-        cache = self.__dict__.setdefault("_stored", {})
-        if k.qualname not in cache:
-            cache[k.qualname] = self._triton_stored_params(k)
-        return cache[k.qualname]
+        if k.qualname not in self._stored:
+            self._stored[k.qualname] = self._triton_stored_params(k)
+        return self._stored[k.qualname]
 
     def _triton_stored_params(self, k: Func) -> set[str]:
         out: set[str] = set()

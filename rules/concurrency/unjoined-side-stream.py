@@ -137,20 +137,12 @@ def _unjoined_work(streams, joins, calls) -> bool:
     for c in work:
         fn, guards = _scope(c.node)
         by_fn.setdefault(fn, []).append(guards)
-    helpers = set()
-    for j in joins:
-        jfn = _scope(j.node)[0]
-        if jfn is not None and jfn not in by_fn:
-            helpers.add(text(jfn.child_by_field_name("name")))
+    join_scopes = [_scope(j.node) for j in joins]
+    helpers = {text(jfn.child_by_field_name("name")) for jfn, _ in join_scopes if jfn is not None and jfn not in by_fn}
     for fn, uses in by_fn.items():
-        steady = False
-        for j in joins:
-            jfn, guards = _scope(j.node)
-            if jfn == fn and any(all(any(g == u for u in use) for g in guards) for use in uses):
-                steady = True
-                break
+        steady = any(jfn == fn and any(all(g in use for g in guards) for use in uses) for jfn, guards in join_scopes)
         if not steady and helpers:
-            steady = any(_scope(c.node)[0] == fn and (c.method in helpers) for c in calls)
+            steady = any(c.method in helpers and c.func is not None and c.func.node == fn for c in calls)
         if not steady:
             return True
     return False

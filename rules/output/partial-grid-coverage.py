@@ -107,8 +107,10 @@ class PartialGridCoverage(Rule):
         if not pairs:
             return False
         fn = f.py.func_at(grid)
-        checks = [text(c.node) for c in f.py.calls if c.func is fn and "%" in text(c.node)] + \
-            [text(n) for n in walk(fn.node) if n.type == "assert_statement" and "%" in text(n)] if fn is not None else []
+        checks = []   # divisibility checks in the launching function: calls and asserts with a `%`
+        if fn is not None:
+            checks = [text(c.node) for c in f.py.calls if c.func is fn and "%" in text(c.node)]
+            checks += [text(n) for n in walk(fn.node) if n.type == "assert_statement" and "%" in text(n)]
         consts = f.reference.constants if f.reference is not None else {}
 
         def integer(name):

@@ -88,12 +88,16 @@ class UnwrittenEmptyOutput(Rule):
             uf = u.facts
             kernels = uf.kernels
 
+            memo: dict = {}
+
             def written_params(k):
-                written = {x for s in uf.stores if s.func is k for x in s.idents}
-                for alias, srcs in _local_aliases(uf, k).items():
-                    if alias in written:
-                        written |= srcs
-                return written
+                if k.name not in memo:
+                    written = {x for s in uf.stores if s.func is k for x in s.idents}
+                    for alias, srcs in _local_aliases(uf, k).items():
+                        if alias in written:
+                            written |= srcs
+                    memo[k.name] = written
+                return memo[k.name]
 
             # what some launch of the same host function writes (the kernel before or after
             # the one that only reads the buffer)

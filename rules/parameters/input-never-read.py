@@ -52,7 +52,6 @@ class InputNeverRead(Rule):
         fwd = f.forward
         if fwd is None or _has_varargs(fwd.node):
             return
-        params = [p for p in fwd.params if p != "self"]
         ref_fwd = _reference_forward(f)
         ref_params = [p for p in ref_fwd.params if p != "self"] if ref_fwd is not None else None
         if ref_fwd is not None and _has_varargs(ref_fwd.node):
@@ -60,14 +59,13 @@ class InputNeverRead(Rule):
         body = fwd.node.child_by_field_name("body")
         body_text = text(body) if body is not None else ""
         # most inputs are plainly read: a text search settles them without a walk of the tree
-        params = [p for p in params if not _plainly_read(body_text, p)] if len(params) else params
-        if not params:
+        unsure = [(i, p) for i, p in enumerate(p for p in fwd.params if p != "self")
+                  if not _plainly_read(body_text, p)]
+        if not unsure:
             return
-        params_all = [p for p in fwd.params if p != "self"]
         uses = _uses_map(fwd.node)
         ref_uses = _uses_map(ref_fwd.node) if ref_fwd is not None else None
-        for p in params:
-            i = params_all.index(p)
+        for i, p in unsure:
             if _reads_values(uses.get(p, [])):
                 continue
             if ref_params is not None:

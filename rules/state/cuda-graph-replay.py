@@ -1,5 +1,6 @@
 from hackscan.rule import Rule
 from hackscan.parse.trees import ancestors, text
+from hackscan.ruletools import inside
 
 PY_GRAPH = ("torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.graphs.CUDAGraph",
             "torch.cuda.make_graphed_callables", "torch.cuda.graphs.graph")
@@ -84,15 +85,12 @@ class CudaGraphReplay(Rule):
                 if w is not None:
                     blocks.append(w)
 
-        def captured(node):
-            return any(b.start_byte <= node.start_byte and node.end_byte <= b.end_byte for b in blocks)
-
         for r in replays:
             fn = r.func
             args = [p for p in fn.params if p != "self"]
             copies = [c for c in f.py.calls_in(fn) if c.method == "copy_" and c.args
                       and c.args[0].type == "identifier" and text(c.args[0]) in args]
-            if any(captured(c.node) for c in copies):
+            if any(inside(c.node, b) for c in copies for b in blocks):
                 return False
             before = {text(c.args[0]) for c in copies if c.node.start_byte < r.node.start_byte}
             if not args or set(args) - before:

@@ -1,7 +1,7 @@
 from hackscan.facts.flow import PARAM, CUSTOM, HEAVY, COMPUTE, SELF_ATTR
 from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
-from hackscan.ruletools import POINTER_ATTRS
+from hackscan.ruletools import POINTER_ATTRS, inside
 
 # calls that make a fresh buffer or a handle: what they return holds no result of a call
 FRESH = ("torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_like", "torch.zeros_like",
@@ -122,12 +122,12 @@ class StateWrittenInForward(Rule):
                            severity="high" if name in reads_state else None)
 
     @staticmethod
-    def _launches_whatever(f, fn, name: str, funcs: dict | None = None) -> bool:
+    def _launches_whatever(f, fn, name: str, funcs: dict) -> bool:
         """Whether a custom kernel launches on every call whatever `name` holds: in `fn` (the
         function storing the state) or any function forward reaches, outside every branch whose
         condition reads `name`, from a function that is itself reached outside such branches
         (a workspace made in an `_ensure()` helper and used by the launching method)."""
-        scope = list((funcs or {}).values()) or [fn]
+        scope = list(funcs.values())
         if fn not in scope:
             scope.append(fn)
         guards = []
@@ -136,8 +136,8 @@ class StateWrittenInForward(Rule):
                                        for n in walk(b.condition)):
                 guards.append(b.node)
 
-        def inside(node):
-            return any(g.start_byte <= node.start_byte and node.end_byte <= g.end_byte for g in guards)
+        def guarded(node):
+            return any(inside(node, g) for g in guards)
 
         def reached_unguarded(g, depth=0):
             """g is forward itself (or the storing function), or called from a function in scope
@@ -146,14 +146,14 @@ class StateWrittenInForward(Rule):
                 return True
             if depth > 4:
                 return False
-            return any(f.flow.local_target(c) is g and not inside(c.node) and reached_unguarded(h, depth + 1)
+            return any(f.flow.local_target(c) is g and not guarded(c.node) and reached_unguarded(h, depth + 1)
                        for h in scope for c in f.py.calls_in(h))
 
         for g in scope:
             launches = [c for c in f.py.calls_in(g)
                         if f.flow.kind(c) == CUSTOM or (f.flow.kind(c) == "local" and f.flow.launches_custom(
                             f.flow.local_target(c)))]
-            if any(not inside(c.node) for c in launches) and reached_unguarded(g):
+            if any(not guarded(c.node) for c in launches) and reached_unguarded(g):
                 return True
         return False
 

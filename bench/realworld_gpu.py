@@ -48,6 +48,17 @@ def select(rows: list[dict], which: str) -> list[dict]:
     return sorted(rows, key=lambda r: (order.get(r["label"], 2), r["id"]))
 
 
+def _extension(path: Path) -> bool:
+    from hackscan.dynamic.audit import _builds_cuda, sibling_sources
+
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return True
+    return "cpp_extension" in text or "load_inline" in text or any(
+        p.suffix in (".cu", ".cuh", ".cpp") for p in sibling_sources(path)) or _builds_cuda(path) and "<<<" in text
+
+
 def run(args) -> None:
     import torch
 
@@ -102,7 +113,9 @@ def run(args) -> None:
             res = scan_item(Item(cand, ref, f"{row['id']}/candidate.py"), Options(entry=entry))
             static = res.verdict
             build_s = 0.0
-            if res.verdict != "error" and args.device == "cuda":
+            if res.verdict != "error" and args.device == "cuda" and _extension(cand):
+                # an extension compiled once, before its audit's workers (several at a time) load
+                # it; a candidate without one spawns no build worker
                 tb = time.perf_counter()
                 session.prebuild([cand], 1)
                 build_s = time.perf_counter() - tb

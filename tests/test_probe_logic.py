@@ -444,6 +444,9 @@ def test_other_sizes_run_last_and_a_sticky_fault_is_recognised():
     sets = [s.get("set") for s in steps if s.get("op") in ("forward", "profile", "timing")]
     assert "other_shape" in sets and sets[-1] == "other_shape"
     assert sets.index("other_shape") == len(sets) - sets.count("other_shape")
+    # the layout set just before: a stride a kernel cannot take may fault too
+    tail = sets[-(sets.count("other_shape") + sets.count("noncontiguous")):]
+    assert set(tail) == {"noncontiguous", "other_shape"} and tail.index("other_shape") > tail.index("noncontiguous")
     assert worker._context_lost("AcceleratorError: CUDA error: misaligned address")
     assert worker._context_lost("RuntimeError: CUDA error: an illegal memory access was encountered")
     assert not worker._context_lost("RuntimeError: shape mismatch")
@@ -451,6 +454,34 @@ def test_other_sizes_run_last_and_a_sticky_fault_is_recognised():
     worker._not_run(res, {"op": "forward", "set": "visible", "call": 3}, "lost")
     worker._not_run(res, {"op": "refill", "into": "a", "from": "b"}, "lost")
     assert res["steps"] == [{"set": "visible", "variant": "fp32", "call": 3, "error": "lost"}]
+
+
+def test_a_fault_after_the_plan_loses_only_the_calls_after_it(monkeypatch):
+    """A fault left by the plan's last call surfaces while the perturbed model is built: the two
+    calls after the plan are recorded as lost, the plan's own records stay, the worker goes on
+    (a real H200 audit lost a whole honest float4 kernel's run this way). Any other error still
+    fails the worker."""
+    import torch
+
+    from hackscan.dynamic import worker
+
+    def faulting(*a, **k):
+        raise RuntimeError("CUDA error: misaligned address")
+
+    monkeypatch.setattr(worker, "_construct", faulting)
+    job = {"perturb_seed": 7, "reinit_seed": 9, "init_seed": 1}
+    result = {"steps": [{"set": "visible", "variant": "fp32", "call": 0, "file": "out_visible"}], "events": []}
+    lost = worker._after_plan(torch, job, None, [], "cuda", [("fp32", None)], {}, "/nonexistent", result, {})
+    assert lost and "misaligned address" in lost
+    assert result["steps"][0] == {"set": "visible", "variant": "fp32", "call": 0, "file": "out_visible"}
+    assert [(r["set"], r["call"]) for r in result["steps"][1:]] == [("reinit", 300), ("reinit_post", 301)]
+    assert all("lost to a fault" in r["error"] for r in result["steps"][1:])
+    # on a CPU (no context to lose), or for an ordinary error, the failure is the worker's
+    with pytest.raises(RuntimeError):
+        worker._after_plan(torch, job, None, [], "cpu", [("fp32", None)], {}, "/nonexistent", {"steps": [], "events": []}, {})
+    monkeypatch.setattr(worker, "_construct", lambda *a, **k: (_ for _ in ()).throw(ValueError("bad init")))
+    with pytest.raises(ValueError):
+        worker._after_plan(torch, job, None, [], "cuda", [("fp32", None)], {}, "/nonexistent", {"steps": [], "events": []}, {})
 
 
 def test_a_rewritten_run_that_fails_before_forward_proves_nothing():

@@ -653,6 +653,9 @@ class DynamicSession:
         if not res.ok:
             outcome = self._crash_outcomes(probes, res)
             info.update(status="error", reason=res.error)
+            if isinstance(res.data.get("traceback"), str):
+                # where the candidate's process failed (its own words: evidence to read, never a verdict)
+                info["traceback_tail"] = res.data["traceback"][-1200:]
             return self._settle(result, outcome, info, error=res.error)
         res.data["other_shape"] = ref.other_shape
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
@@ -825,9 +828,11 @@ class DynamicSession:
                         continue
                     seen.add(key)
                 steps.append(s)
-        # inputs of another size last: a kernel that faults there (a float4 load at an odd
-        # offset) loses the CUDA context, and every call after it with it
-        steps = [s for s in steps if s.get("set") != "other_shape"] + [s for s in steps if s.get("set") == "other_shape"]
+        # inputs of another layout, then of another size, last: a kernel that faults there (a
+        # float4 load at an odd offset or stride) loses the CUDA context, and every call after it
+        # with it
+        late = {"noncontiguous": 1, "other_shape": 2}
+        steps = sorted(steps, key=lambda s: late.get(s.get("set") if "slot" not in s else None, 0))
         expected = {(s.get("slot") or s["set"], s.get("call", 0)): s["expect"] for s in steps
                     if s.get("op") in ("forward", "profile", "timing") and "expect" in s}
         return steps, expected

@@ -443,10 +443,45 @@ def main(jobdir: str) -> int:
             if device == "cuda" and any(_context_lost(e) for e in errs):
                 lost = f"not run: the CUDA context was lost to a fault on input set {step.get('set')!r}"
                 result["events"].append(lost)
+        if lost is None and device == "cuda":
+            # a fault the last call left behind surfaces at the next use of the device: here,
+            # not while the second model is built (which would lose every call already made)
+            try:
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                if not _context_lost(f"{type(e).__name__}: {e}"):
+                    raise
+                lost = f"not run: the CUDA context was lost to a fault after the last call ({type(e).__name__}: {e})"[:500]
+                result["events"].append(lost)
         if lost is not None:
             for label, call in (("reinit", 300), ("reinit_post", 301)):
                 result["steps"].append({"set": label, "variant": "fp32", "call": call, "error": lost})
-        elif job.get("perturb_seed") is not None and not job.get("construct_perturbed"):
+        else:
+            lost = _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result, slots)
+        result["calls_s"] = time.perf_counter() - t_calls
+        result["state"] = {"before": state0, "after_import": state1, "after_forward": _state(torch)}
+        result["identities_changed"] = sorted(k for k in ids0 if ids0[k] != ids1.get(k) or
+                                              ids0[k] != _identities(torch).get(k))
+        result["threads"] = {"before": threads0, "after": _thread_count()}
+        result["ok"] = True
+    except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from the candidate too
+        result["error"] = f"{type(e).__name__}: {e}"[:2000]
+        result["traceback"] = traceback.format_exc()[-4000:]
+    result["total_s"] = time.perf_counter() - t_start
+    # checked after the audited code's import and calls, when anything it did to the walls is done
+    result["isolation"] = _isolation()
+    _emit(jobdir, result)
+    return 0
+
+
+def _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result, slots):
+    """The calls after the plan: the model built with parameters perturbed as they are made, and
+    the model's own parameters re-initialised. A device fault here loses these two calls only
+    (recorded as errors), never the plan's calls already made."""
+    done = {r.get("call") for r in result["steps"] if r.get("set") in ("reinit", "reinit_post")}
+    lost = None
+    try:
+        if job.get("perturb_seed") is not None and not job.get("construct_perturbed"):
             # a second model, its parameters perturbed as they were created (see _Perturb)
             pmodel = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
                                 job["perturb_seed"], result)
@@ -463,24 +498,23 @@ def main(jobdir: str) -> int:
             _run_step(torch, {"op": "forward", "set": "visible", "as": "reinit", "call": 300}, sets, pvars, device,
                       jobdir, result, slots, job.get("poison_sizes", ()))
             del pmodel, pvars
-        if job.get("reinit_seed") is not None and lost is None:
+        if job.get("reinit_seed") is not None:
             _reinit(torch, variants[0][1], job["reinit_seed"], os.path.join(jobdir, "params.pt"), result)
             _run_step(torch, {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}, sets,
                       variants[:1], device, jobdir, result, slots)
-        result["calls_s"] = time.perf_counter() - t_calls
-        result["state"] = {"before": state0, "after_import": state1, "after_forward": _state(torch)}
-        result["identities_changed"] = sorted(k for k in ids0 if ids0[k] != ids1.get(k) or
-                                              ids0[k] != _identities(torch).get(k))
-        result["threads"] = {"before": threads0, "after": _thread_count()}
-        result["ok"] = True
-    except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from the candidate too
-        result["error"] = f"{type(e).__name__}: {e}"[:2000]
-        result["traceback"] = traceback.format_exc()[-4000:]
-    result["total_s"] = time.perf_counter() - t_start
-    # checked after the audited code's import and calls, when anything it did to the walls is done
-    result["isolation"] = _isolation()
-    _emit(jobdir, result)
-    return 0
+    except Exception as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt go up
+        why = f"{type(e).__name__}: {e}"
+        if device != "cuda" or not _context_lost(why):
+            raise
+        lost = f"not run: the CUDA context was lost to a fault after the plan ({why})"[:500]
+        result["events"].append(lost)
+        have = {r.get("call") for r in result["steps"] if r.get("set") in ("reinit", "reinit_post")} - done
+        planned = [("reinit", 300)] if job.get("perturb_seed") is not None and not job.get("construct_perturbed") else []
+        planned += [("reinit_post", 301)] if job.get("reinit_seed") is not None else []
+        for label, call in planned:
+            if call not in have:
+                result["steps"].append({"set": label, "variant": "fp32", "call": call, "error": lost})
+    return lost
 
 
 # --- fair measurement (hackscan --measure) ------------------------------------------------------

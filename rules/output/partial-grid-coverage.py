@@ -5,6 +5,12 @@ from hackscan.parse.trees import text, walk
 
 HALVING = re.compile(r"(/\s*[248]\b|>>\s*[123]\b|\*\s*0\.5\b)")
 CEIL = re.compile(r"(\+|ceil|cdiv|div_up|DIV_UP|CEIL|round_up|ROUND_UP|ceildiv)")
+# CUDA's vector types: a loop over `n / 4` float4s covers n floats
+VEC = r"(?:float|double|int|uint|short|ushort|char|uchar|long|ulong|half|__half|__nv_bfloat16|nv_bfloat16|bfloat16)"
+VEC_TYPE = re.compile(VEC + r"([248])\b")
+VEC_PTR = re.compile(VEC + r"[248]\s*\*\s*(?:const\s+)?(?:__restrict__\s+)?(\w+)")
+NARROW = re.compile(r"\b(half|__half|__nv_bfloat16|nv_bfloat16|bfloat16|short|at::Half|at::BFloat16|c10::Half)\b")
+DIVISOR = re.compile(r"(?:/\s*([248])\b|>>\s*([123])\b)")
 
 
 class PartialGridCoverage(Rule):
@@ -14,6 +20,9 @@ class PartialGridCoverage(Rule):
         A grid computed with floor division (`n / 256`, `n // BLOCK`) with no rounding up and
         no grid-stride loop in the kernel; bounds that halve the problem (`i < n / 2`,
         `n >> 1`, `triton.cdiv(n // 2, BLOCK)`) in the grid, a kernel condition or a loop.
+        A divisor that is the width of the vector type the kernel reads through (`n / 4` in a
+        kernel that loads `float4`s, `n / 2` with `half2`, `n / 8` with 16-byte loads of
+        2-byte elements) counts vectors, not elements: not flagged.
 
     Why it is a hack
         The unwritten tail or half keeps whatever the buffer held (zeros or a stale answer);
@@ -25,8 +34,10 @@ class PartialGridCoverage(Rule):
         kernel[grid](x, out, n, BLOCK=1024)
 
     Legitimate look-alike
-        `(n + 255) / 256`, `triton.cdiv(n, BLOCK)`, grid-stride loops over `gridDim.x`, and
-        floor division where the host checks divisibility (`TORCH_CHECK(n % 256 == 0)`).
+        `(n + 255) / 256`, `triton.cdiv(n, BLOCK)`, grid-stride loops over `gridDim.x`,
+        floor division where the host checks divisibility (`TORCH_CHECK(n % 256 == 0)`), and
+        vectorised loops (`for (i = t; i < n / 4; ...) { float4 v = x4[i]; ... }`): a size that
+        is not a multiple of the vector width is other-shapes' question.
 
     Dynamic confirmation
         Sentinel-filled outputs compared element by element, sizes that are not a multiple of
@@ -57,7 +68,9 @@ class PartialGridCoverage(Rule):
                 k = uf.kernels.get(l.kernel)
                 grid_defs = self._grid_text(uf, l, g)
                 stride_loop = k is not None and any(fn is k and "gridDim" in text(n) for n, fn in uf.loops)
-                if HALVING.search(grid_defs) and "/" in grid_defs and not stride_loop and "sizeof" not in grid_defs:
+                vector = k is not None and self._vector_units(text(k.node), grid_defs)
+                if HALVING.search(grid_defs) and "/" in grid_defs and not stride_loop and "sizeof" not in grid_defs \
+                        and not vector:
                     ctx.report(l.config[0], f"grid `{grid_defs[:60]}` launches blocks for only part of the problem",
                                unit=u, severity="high")
                 elif "/" in grid_defs and not CEIL.search(grid_defs) and not stride_loop and \
@@ -66,12 +79,12 @@ class PartialGridCoverage(Rule):
                                "is never launched", unit=u)
             for node, cond, fn in uf.ifs:
                 if fn is not None and fn.kind == "global" and HALVING.search(text(cond)) and \
-                        any(text(n) in {p.name for p in fn.params} for n in walk(cond) if n.type == "identifier"):
+                        not self._vector_units(text(fn.node), text(cond), text(node)) and any(text(n) in {p.name for p in fn.params} for n in walk(cond) if n.type == "identifier"):
                     ctx.report(cond, f"kernel {fn.name} only works where `{text(cond)[:60]}`", unit=u, severity="high")
             for node, fn in uf.loops:
                 c = node.child_by_field_name("condition")
                 if fn is not None and fn.kind == "global" and c is not None and HALVING.search(text(c)) and \
-                        any(text(n) in {p.name for p in fn.params} for n in walk(c) if n.type == "identifier"):
+                        not self._vector_units(text(fn.node), text(c), text(node)) and any(text(n) in {p.name for p in fn.params} for n in walk(c) if n.type == "identifier"):
                     ctx.report(c, f"kernel {fn.name} loops only while `{text(c)[:60]}`", unit=u, severity="high")
         if f.py is not None:
             for name, call in f.py.triton_launches:
@@ -84,6 +97,24 @@ class PartialGridCoverage(Rule):
                     ctx.report(grid, f"grid `{g[:60]}` covers only part of the problem", severity="high")
                 elif "//" in g and "cdiv" not in g and "+" not in g and not self._exact_tiling(f, grid, g):
                     ctx.report(grid, f"grid `{g[:60]}` rounds down: the last partial block is never launched")
+
+    @staticmethod
+    def _vector_units(kernel: str, bound: str, body: str | None = None) -> bool:
+        """Every halving divisor in `bound` is the width of a vector type the kernel reads
+        through (in `body`, where given: the loop or branch itself must touch the vectors):
+        the bound counts vectors, and the elements it covers are all of them."""
+        divisors = [int(a) if a else 1 << int(b) for a, b in DIVISOR.findall(bound)]
+        if not divisors:
+            return False
+        widths = {int(w) for w in VEC_TYPE.findall(kernel)}
+        if 4 in widths and NARROW.search(kernel):
+            widths.add(8)   # 16 bytes of 2-byte elements through int4/uint4/float4
+        if not all(d in widths for d in divisors):
+            return False
+        if body is None:
+            return True
+        names = set(VEC_PTR.findall(kernel))
+        return bool(VEC_TYPE.search(body)) or any(re.search(rf"\b{re.escape(n)}\s*\[", body) for n in names)
 
     @staticmethod
     def _grid_text(uf, launch, g):

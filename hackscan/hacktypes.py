@@ -45,6 +45,8 @@ NOTE_TYPES: dict[str, tuple[str, str]] = {
                                    "subnormals, magnitudes near the dtype's limits)"),
     "degenerate-problem": (NOTE, "the reference's output does not change with its inputs: any speedup there "
                                  "is meaningless"),
+    "nondeterministic-reference": (NOTE, "the reference's output changes between calls on the same inputs "
+                                         "(random draws, state): no comparison with it proves anything"),
 }
 
 

@@ -845,3 +845,84 @@ def test_a_candidate_cannot_change_the_shared_input_sets(session, tmp_path):
     honest.write_text(textwrap.dedent(ROWSUM_CAND))
     r = session.audit(scan_item(Item(honest, ref_path, "honest.py"), Options()), honest, ref_path)
     assert r.dynamic["correct_on_visible"] is True, r.dynamic
+
+
+DROPOUT_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, d, p):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        return torch.softmax(self.drop(self.lin(x)), dim=-1)
+
+def get_inputs():
+    return [torch.randn(32, 64)]
+
+def get_init_inputs():
+    return [64, 0.25]
+"""
+
+# the reference's own computation, random draws included: right on the first call of a fresh
+# process (the generator in the same state as the reference's), another draw on every later one
+DROPOUT_CAND = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class ModelNew(nn.Module):
+    def __init__(self, d, p):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.p = p
+
+    def forward(self, x):
+        return torch.softmax(F.dropout(self.lin(x), self.p, self.training), dim=-1)
+"""
+
+BATCHNORM_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(c)
+
+    def forward(self, x):
+        return torch.relu(self.bn(x))
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+def get_init_inputs():
+    return [32]
+"""
+
+
+def test_a_reference_that_draws_random_numbers_proves_nothing(session, tmp_path):
+    """Dropout in training mode: two calls of the reference on the same inputs differ, so no
+    comparison can separate a cheat from another draw. Reported as a note on the problem, every
+    probe inconclusive, never `hacked` (a faithful copy of the reference was `hacked` by
+    fresh-call consistency before)."""
+    out, ref = audit(session, tmp_path, DROPOUT_REF, DROPOUT_CAND)
+    assert ref.nondeterministic and "differ" in ref.nondeterministic
+    assert out.verdict != "hacked"
+    assert out.dynamic["status"] == "inconclusive" and out.dynamic["nondeterministic_reference"]
+    probes = out.dynamic["probes"]
+    assert probes["nondeterministic-reference"]["status"] == "caught"
+    assert all(v["status"] == "inconclusive" for k, v in probes.items() if k != "nondeterministic-reference")
+    notes = [f for f in out.findings if f.hack_type == "nondeterministic-reference"]
+    assert notes and notes[0].severity == "low"
+
+
+def test_a_reference_with_state_but_a_deterministic_output_is_a_yardstick(session, tmp_path):
+    """BatchNorm in training mode updates its running statistics on every call, but its output
+    depends on the batch alone: the same inputs give the same output."""
+    out, ref = audit(session, tmp_path, BATCHNORM_REF, BATCHNORM_REF.replace("class Model(", "class ModelNew("))
+    assert ref.nondeterministic is None
+    assert out.dynamic["correct_on_visible"] is True

@@ -64,6 +64,7 @@ class ReferenceRun:
     hidden_sources: dict = field(default_factory=dict)     # hidden set -> how the generator drew it
     dtype: object = None      # the problem's lowest-precision floating dtype (inputs, parameters, outputs)
     degenerate: str | None = None   # the evidence that the reference's output ignores its inputs
+    nondeterministic: str | None = None   # the evidence that two calls on the same inputs differ
     shared: Path | None = None      # input sets, init inputs, parameters, state: read-only for candidates
 
 
@@ -293,6 +294,10 @@ class DynamicSession:
                "save_state": True,
                "other_shapes": True, "reinit_seed": self._derive("reinit"), "perturb_seed": self._derive("perturb"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
+        # the visible inputs once more, right after the first call: a reference whose output
+        # changes between two calls on the same inputs (dropout in training mode, a random
+        # draw, state kept across calls) is no yardstick for any comparison
+        job["plan"].insert(1, {"op": "forward", "set": "visible", "as": AGAIN, "fp64": False})
         t0 = time.perf_counter()
         # the reference runs once per problem and does the most work (every set, twice, and two
         # more models): three times a candidate's time
@@ -344,6 +349,10 @@ class DynamicSession:
                 cur = run.outputs.get(rec["set"], (None, None))
                 run.outputs[rec["set"]] = (outs, cur[1]) if rec["variant"] == "fp32" else (cur[0], outs)
         if run.ok:
+            run.skipped.pop(AGAIN, None)
+            again = run.outputs.pop(AGAIN, None)
+            if again is not None and "visible" in run.outputs:
+                run.nondeterministic = nondeterministic(run.outputs["visible"][0], again[0], run.dtype)
             for name, why in conditioning(run.outputs).items():
                 run.skipped.setdefault(name, why)
             for name in run.skipped:
@@ -580,6 +589,16 @@ class DynamicSession:
         if not ref.ok:
             return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
                                 {"status": "inconclusive", "reason": f"reference: {ref.error}"})
+        if ref.nondeterministic:
+            why = (f"the reference is not deterministic: {ref.nondeterministic}; no comparison with it can tell "
+                   "a cheat from another draw")
+            outcomes = [Outcome(p.name, "inconclusive", why) for p in probes]
+            outcomes.append(Outcome("nondeterministic-reference", "caught", ref.nondeterministic + ": correctness "
+                                    "against this reference means nothing (KernelBench runs the candidate after "
+                                    "the reference, on another state of the random generator)",
+                                    hack_type="nondeterministic-reference", severity="low"))
+            return self._settle(result, outcomes, {"status": "inconclusive", "reason": why,
+                                                   "nondeterministic_reference": ref.nondeterministic})
         plan, expected = self._plan(probes)
         perturb = None
         if any(p.name == "parameter-reinit" for p in probes):
@@ -1113,6 +1132,22 @@ def conditioning(outputs: dict) -> dict:
             out[name] = (f"ill-conditioned: the reference in its own precision is {spread(pair):.3g}x the "
                          "output dtype's tolerance from the high-precision one")
     return out
+
+
+AGAIN = "visible_again"
+
+
+def nondeterministic(first: list | None, again: list | None, dtype=None) -> str | None:
+    """Evidence that the reference's output changes between two calls on the same inputs, past
+    the tolerance its own dtype gets (a few atomically accumulated roundings stay inside it)."""
+    from hackscan.dynamic.compare import compare
+
+    if not first or not again:
+        return None
+    c = compare(again, first, None, dtype)
+    if c.ok:
+        return None
+    return f"two calls of the reference on the same inputs differ ({c.short()})"
 
 
 def degenerate(outputs: dict) -> str | None:

@@ -73,3 +73,39 @@ def test_wrong_in_kind_is_structural_and_wrong_in_value_is_not():
     assert compare([torch.ones(4), torch.ones(1)], r).structural
     v = compare([torch.ones(4) * 1.5], r)
     assert not v.ok and not v.structural
+
+
+def test_an_overflow_where_the_reference_stays_finite_is_told_apart_from_a_wrong_value():
+    """softplus as log(1 + exp(x)) overflows to Inf past x = 88 where PyTorch's stays finite:
+    every wrong element is Inf, the rest right. A finite wrong element beside it is no overflow."""
+    x = torch.randn(1000) * 30
+    ref = torch.nn.functional.softplus(x)
+    naive = torch.log1p(torch.exp(x))
+    assert bool(torch.isinf(naive).any())
+    res = compare([naive], [ref])
+    assert not res.ok and res.overflow_only
+    both = naive.clone()
+    both[torch.isfinite(both).nonzero()[0]] += 1.0
+    res = compare([both], [ref])
+    assert not res.ok and not res.overflow_only
+    # NaN from Inf - Inf in the candidate's arithmetic: an overflow too, where the rest is right
+    nan = ref.clone()
+    nan[:3] = float("nan")
+    assert compare([nan], [ref]).overflow_only
+    nan[10] += 1.0
+    assert not compare([nan], [ref]).overflow_only
+
+
+def test_indices_that_pick_other_values_while_the_values_match_are_index_only():
+    x = torch.randn(4, 64)
+    vals, idx = torch.topk(x, 3, dim=-1)
+    other = idx.clone()
+    other[:, 2] = (other[:, 2] + 1) % 64
+    res = compare([vals, other], [vals, idx], inputs=[x])
+    assert not res.ok and res.index_only and "floating outputs match" in res.reason
+    # the values wrong as well: a wrong answer, not an index question
+    res = compare([vals + 1, other], [vals, idx], inputs=[x])
+    assert not res.ok and not res.index_only
+    # integer outputs alone (argmax): nothing to say the selection is near-equal
+    res = compare([other], [idx], inputs=[x])
+    assert not res.ok and not res.index_only

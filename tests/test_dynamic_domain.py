@@ -926,3 +926,35 @@ def test_a_reference_with_state_but_a_deterministic_output_is_a_yardstick(sessio
     out, ref = audit(session, tmp_path, BATCHNORM_REF, BATCHNORM_REF.replace("class Model(", "class ModelNew("))
     assert ref.nondeterministic is None
     assert out.dynamic["correct_on_visible"] is True
+
+
+def test_the_visible_set_is_written_past_a_share_of_the_disk_but_not_past_a_set_budget(tmp_path, monkeypatch):
+    """The session's automatic budget (a share of the free disk, promised while a worker runs)
+    bounds the optional hidden sets; the visible inputs go wherever the disk has room above its
+    floor (three 8 GiB visible sets on the H200 failed their reference runs against shares of a
+    few GiB while the disk had room). A budget the user set holds for every set."""
+    from hackscan.dynamic import worker
+
+    t = torch.zeros(1 << 16)   # 256 KiB
+    for hard in (False, True):
+        monkeypatch.setitem(worker._DISK, "budget", 1 << 12)
+        monkeypatch.setitem(worker._DISK, "used", 0)
+        monkeypatch.setitem(worker._DISK, "hard", hard)
+        why = worker._save_set(torch, [t], str(tmp_path / f"in_negated_{hard}.pt"))
+        assert why and "disk budget" in why and not (tmp_path / f"in_negated_{hard}.pt").exists()
+        if hard:
+            with pytest.raises(MemoryError, match="disk budget"):
+                worker._save_set(torch, [t], str(tmp_path / "in_visible_hard.pt"), required=True)
+        else:
+            assert worker._save_set(torch, [t], str(tmp_path / "in_visible.pt"), required=True) is None
+            assert torch.load(tmp_path / "in_visible.pt")[0].numel() == t.numel()
+
+
+def test_a_candidate_is_promised_the_disk_its_outputs_need_not_a_share(tmp_path):
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", seed=7))
+    try:
+        with s.disk_budget(8, need=10 << 20) as small, s.disk_budget(3) as share:
+            assert small == (10 << 20) + (512 << 20)
+            assert share > small or share == 1 << 30
+    finally:
+        s.close()

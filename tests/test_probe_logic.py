@@ -620,3 +620,45 @@ def test_a_shortcut_inside_the_benchmarks_check_on_visible_and_outside_it_on_hid
     assert caught.status == "caught" and "benchmark's own check" in caught.detail and "normal" in caught.detail
     # right by the benchmark's check on the hidden draw too: nothing shown
     assert run(2.001).status == "inconclusive"
+
+
+def test_hidden_draws_that_overflow_or_reorder_indices_are_no_special_case():
+    """Found on the H200: a softplus computed as log(1 + exp(x)) gave Inf on a few heavy-tailed
+    values (PyTorch's switches to x past a threshold), and two radix-select top-k kernels
+    returned the right values with other indices on negated draws: `hacked` by hidden
+    distributions. An overflow is robustness, indices beside matching values are inconclusive;
+    a finite wrong value stays a catch."""
+    import torch
+
+    from hackscan.dynamic.probes.fresh_calls import FreshCallConsistency
+    from hackscan.dynamic.probes.hidden_distributions import HiddenDistributions
+
+    vis = torch.randn(256)
+    heavy = torch.randn(256) * 60
+    refs = {"visible": [torch.nn.functional.softplus(vis)], "heavy_tailed": [torch.nn.functional.softplus(heavy)]}
+    naive = torch.log1p(torch.exp(heavy))
+    assert bool(torch.isinf(naive).any())
+    obs, _ = _outputs_obs({("visible", 0): refs["visible"], ("heavy_tailed", 0): [naive]}, refs)
+    o = HiddenDistributions().evaluate(obs)
+    assert o.status == "passed" and "overflows" in o.detail, o
+    wrong = refs["heavy_tailed"][0].clone()
+    wrong[:8] = 0.0
+    obs, _ = _outputs_obs({("visible", 0): refs["visible"], ("heavy_tailed", 0): [wrong]}, refs)
+    assert HiddenDistributions().evaluate(obs).status == "caught"
+
+    x = torch.randn(4, 64)
+    vals, idx = torch.topk(x, 3, dim=-1)
+    nx = -x
+    nvals, nidx = torch.topk(nx, 3, dim=-1)
+    other = nidx.clone()
+    other[:, 2] = (other[:, 2] + 1) % 64
+    refs = {"visible": [vals, idx], "negated": [nvals, nidx]}
+    obs, _ = _outputs_obs({("visible", 0): [vals, idx], ("negated", 0): [nvals, other]}, refs)
+    o = HiddenDistributions().evaluate(obs)
+    assert o.status == "inconclusive" and "indices" in o.detail, o
+    refs = {"fresh": [vals, idx]}
+    steps = {("fresh", 100 + i): [vals, idx if i == 0 else other] for i in range(3)}
+    obs, _ = _outputs_obs(steps, refs)
+    obs.expected_set.update({("fresh", 100 + i): "fresh" for i in range(3)})
+    o = FreshCallConsistency().evaluate(obs)
+    assert o.status == "inconclusive" and "indices" in o.detail, o

@@ -305,6 +305,7 @@ class DynamicSession:
         limits.timeout_s = limits.timeout_s * 3
         with self.disk_budget(3) as disk:
             job["disk_budget_bytes"] = disk
+            job["disk_budget_hard"] = bool(self.opts.disk_budget_bytes)
             res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self._env(), jobdir=d)
         # what candidates read goes into one folder, bound read-only into their sandboxes: a
         # full-size problem's input sets are on disk once, however many candidates read them
@@ -476,19 +477,24 @@ class DynamicSession:
         return self._budget
 
     @contextlib.contextmanager
-    def disk_budget(self, share: int = 8):
+    def disk_budget(self, share: int = 8, need: int | None = None):
         """Bytes one worker may write (its input sets, its outputs), promised for as long as it
         runs: 1/share of the disk under the session's folder that is free and not already
         promised to a running worker (a reference, which writes every input set of its problem,
         gets a third; a candidate an eighth), at least 1 GiB. Several full-size problems audited
         at once then cannot fill the disk between them; each worker also keeps a floor free
-        (worker._disk_guard), and a set or output over its budget is skipped with the reason."""
+        (worker._disk_guard), and a set or output over its budget is skipped with the reason.
+        `need`: what the worker can write at most (a candidate: its outputs on every planned
+        call), promised instead where it is less, so that the disk a candidate never writes
+        stays free for the references beside it."""
         with self._lock:
             try:
                 free = shutil.disk_usage(self.work).free
             except OSError:
                 free = share * (8 << 30)
             n = max(1 << 30, (free - sum(self._promised.values())) // share)
+            if need is not None:
+                n = min(n, max(0, int(need)) + (512 << 20))
             if self.opts.disk_budget_bytes:
                 n = int(self.opts.disk_budget_bytes)
             key = next(self._promise_ids)
@@ -644,8 +650,10 @@ class DynamicSession:
                               result.findings)
         pool.shutdown(wait=False)
         t_run = time.perf_counter()
-        with self.disk_budget(8) as disk:
-            res = run_worker(dict(job, disk_budget_bytes=disk), files, limits, self.opts.device, env, jobdir=d)
+        calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
+        with self.disk_budget(8, need=sum(out_bytes) * calls) as disk:
+            res = run_worker(dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
+                             files, limits, self.opts.device, env, jobdir=d)
         t_main = time.perf_counter() - t_run
         try:
             extra = extra_f.result()

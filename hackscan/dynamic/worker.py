@@ -344,6 +344,7 @@ def main(jobdir: str) -> int:
         return 3
     result["torch"] = torch.__version__
     _DISK["budget"] = job.get("disk_budget_bytes")
+    _DISK["hard"] = bool(job.get("disk_budget_hard"))
     _INPUTS["dir"] = job.get("inputs_dir")
     BUILD_VARIABLES.update(job.get("build_variables", ()))
     device = job.get("device", "cpu")
@@ -1671,7 +1672,7 @@ def _save_outputs(torch, outs, stem) -> str:
     return os.path.basename(stem) + ".raw"
 
 
-_DISK = {"budget": None, "used": 0}
+_DISK = {"budget": None, "used": 0, "hard": False}
 _INPUTS = {"dir": None}
 
 
@@ -1690,10 +1691,15 @@ def _tensor_bytes(torch, obj) -> int:
 def _save_set(torch, vals, path: str, required: bool = False) -> str | None:
     """Write one input set (reference only) within this worker's disk budget: a set that would
     take the worker past it, or leave the disk under its floor, is not written and the reason
-    is returned (the auditor skips the set with it); for a required set (the visible inputs)
-    that is an error of the reference run, said plainly, never a torch.save cut short."""
+    is returned (the auditor skips the set with it). A required set (the visible inputs, the
+    init inputs) is written wherever the disk has room for it above its floor, past a budget
+    the session worked out as a share of the free disk (the budget bounds the optional sets;
+    an 8 GiB visible set beside a dozen other audits must not lose the whole reference run), and
+    within one the user set; one that cannot be written is an error of the reference run, said
+    plainly, never a torch.save cut short."""
     try:
-        _disk_guard(os.path.dirname(path), _tensor_bytes(torch, vals), "an input set")
+        _disk_guard(os.path.dirname(path), _tensor_bytes(torch, vals), "an input set",
+                    budgeted=not required or _DISK["hard"])
     except OutputsNotKept as e:
         why = f"not written: {e}"
         if required:
@@ -1708,13 +1714,13 @@ class OutputsNotKept(Exception):
     kept (the auditor counts the step as absent, never as a wrong answer)."""
 
 
-def _disk_guard(folder: str, nbytes: int, what: str = "outputs") -> None:
-    """Refuse a write that would take this worker past its disk budget (from the job) or leave
-    it nearly full: many full-size outputs (fourteen input sets, two precisions) do not
-    fit a machine's disk, and a full disk fails every audit beside this one."""
+def _disk_guard(folder: str, nbytes: int, what: str = "outputs", budgeted: bool = True) -> None:
+    """Refuse a write that would take this worker past its disk budget (from the job; where
+    `budgeted`) or leave the disk nearly full: many full-size outputs (fourteen input sets, two
+    precisions) do not fit a machine's disk, and a full disk fails every audit beside this one."""
     import shutil
 
-    if _DISK["budget"] is not None and _DISK["used"] + nbytes > _DISK["budget"]:
+    if budgeted and _DISK["budget"] is not None and _DISK["used"] + nbytes > _DISK["budget"]:
         raise OutputsNotKept(f"{what} of {nbytes:,} bytes would exceed this worker's disk budget "
                              f"({_DISK['budget']:,} bytes, {_DISK['used']:,} used)")
     try:

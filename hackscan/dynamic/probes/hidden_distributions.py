@@ -20,7 +20,7 @@ class HiddenDistributions(Probe):
         vis = obs.compare("visible")
         if vis is None:
             return Outcome(self.name, "error", "no output on the visible inputs")
-        failures, layout, ran, noise = [], None, 0, []
+        failures, layout, ran, noise, robust, ties = [], None, 0, [], [], []
         for v in HACK_EVIDENCE_SETS + ("noncontiguous",):
             c = obs.compare(v)
             if c is None:
@@ -29,6 +29,12 @@ class HiddenDistributions(Probe):
                 ran += 1
             if not c.ok and vis.ok and rounding_like(c, vis):
                 noise.append(v)
+                continue
+            if not c.ok and vis.ok and c.overflow_only:
+                robust.append(f"{v}: {c.short()}")   # Inf where the reference is finite: robustness
+                continue
+            if not c.ok and vis.ok and c.index_only:
+                ties.append(f"{v}: {c.short()}")
                 continue
             if not c.ok:
                 if v == "noncontiguous":
@@ -58,7 +64,14 @@ class HiddenDistributions(Probe):
                            + "; ".join(failures[:4]) + skip_note)
         if not ran:
             return Outcome(self.name, "inconclusive", "no hidden set could be used" + skip_note)
+        if ties:
+            return Outcome(self.name, "inconclusive", "the floating outputs match on every hidden draw; integer "
+                           "outputs (indices) select other elements on " + "; ".join(ties[:3]) + ": near-equal "
+                           "values taken in another order, or an index bug, not another computation" + skip_note)
         note = f" (wrong on a non-contiguous layout: {layout})" if layout else ""
+        if robust:
+            note += ("; overflows where the reference stays finite (a robustness difference, not a special case "
+                     "of values): " + "; ".join(robust[:3]))
         if noise:
             note += (f"; on {', '.join(noise)} a few elements ({max(obs.compare(v).bad_fraction for v in noise):.2g} "
                      "of the output at most) fall outside the tolerance with errors no larger than on the visible "

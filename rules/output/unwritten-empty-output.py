@@ -14,7 +14,8 @@ class UnwrittenEmptyOutput(Rule):
         forward returns a tensor from `torch.empty`/`empty_like`/`new_empty` that no custom
         kernel writes; a Triton launch or CUDA launch that receives the buffer in a parameter
         the kernel never stores to; in C++, `torch::empty_like(x)` returned after launches
-        that never store to it.
+        that never store to it, or returned by an exported function that launches nothing and
+        writes nothing, its result returned by forward as it is.
 
     Why it is a hack
         Uninitialised memory from the caching allocator often still holds the previous
@@ -28,7 +29,9 @@ class UnwrittenEmptyOutput(Rule):
 
     Legitimate look-alike
         `torch.empty` followed by a kernel that stores to every element of it (stores and
-        atomics through the buffer's pointer parameter count).
+        atomics through the buffer's pointer parameter count); an exported allocation helper
+        whose result a kernel then fills on the Python side, or whose C++ calls a host function
+        that launches on it.
 
     Dynamic confirmation
         Candidate run before the reference, allocator poisoned with NaN sentinels, outputs
@@ -57,6 +60,13 @@ class UnwrittenEmptyOutput(Rule):
                 if empties and CUSTOM not in kinds and kinds <= {CREATE, GLUE, LITERAL, PARAM, "other", "global"}:
                     ctx.report(value, f"returns memory from {empties[0].name} that no kernel writes",
                                related=[(empties[0].node, "allocated uninitialised here", None)])
+                    continue
+                hollow = self._hollow_extension_calls(f, origins)
+                if hollow:
+                    o, cname = hollow[0]
+                    ctx.report(value, f"returns what extension function {o.name} gives back: memory from an "
+                               f"uninitialised allocation in its C++ ({cname}), which launches nothing and writes nothing",
+                               related=[(o.node, "the extension call", None)])
             fl = f.flow
             # a buffer one launch only reads is fine where another launch of the same function
             # writes it (a first kernel fills a workspace, a second reads it)
@@ -126,6 +136,37 @@ class UnwrittenEmptyOutput(Rule):
                     if base in empty_vars and p.pointer and p.name not in written and (id(l.func), base) not in filled:
                         ctx.report(a, f"{base} comes from an uninitialised allocation and is passed to "
                                    f"{l.kernel}'s parameter {p.name}, which the kernel never stores to", unit=u)
+
+
+    @staticmethod
+    def _hollow_extension_calls(f, origins):
+        """The extension calls a returned value comes from where every one returns, in its C++,
+        an uninitialised allocation that nothing in that function (or a function it calls)
+        launches on or writes: `auto y = torch::empty_like(x); return y;`. Only where nothing
+        else could write the value on the Python side either (no Triton or other launch, no
+        in-place op among its origins)."""
+        if not f.cuda or f.py is None:
+            return []
+        customs = [o for o in origins if o.kind == CUSTOM]
+        if not customs or not {o.kind for o in origins if o.kind != CUSTOM} <= {GLUE, LITERAL, PARAM, "global"}:
+            return []
+        cf = f.cflow
+        names = {}
+        for u in f.cuda:
+            names.update(u.facts.bindings)
+        out = []
+        for o in customs:
+            py_name = o.name.split(".")[-1]
+            cname = names.get(py_name, py_name)
+            if cname not in cf.funcs or cf.launches(cname):
+                return []
+            summary = cf.summary(cname)
+            kinds = {x.kind for x in summary}
+            empty = [x for x in summary if x.kind == "torch-create" and x.name.startswith(EMPTY_CPP)]
+            if not empty or not kinds <= {"torch-create", PARAM, LITERAL}:
+                return []
+            out.append((o, cname))
+        return out
 
 
 def _is_empty_alloc(f, node) -> bool:

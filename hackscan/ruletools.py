@@ -29,13 +29,22 @@ def calls_in_node(facts: Facts, node: ts.Node) -> list[Call]:
     return [c for c in facts.py.calls if inside(c.node, node)] if facts.py is not None else []
 
 
-def condition_tags(facts: Facts, func: Func | None, cond: ts.Node) -> set[str]:
+def condition_tags(facts: Facts, func: Func | None, cond: ts.Node, depth: int = 0) -> set[str]:
     """What a branch condition tests: value | param-value | shape | device | dtype | layout |
-    pointer | state | literal-int | grad."""
+    pointer | state | literal-int | grad. A local the condition names carries the value tests
+    of the expression it was bound to in the same function (`small = x.abs().max() < 1` then
+    `if small:`), up to three bindings deep."""
     tags: set[str] = set()
     py = facts.py
     for n in walk(cond):
         t = n.type
+        if t == "identifier" and depth < 3 and func is not None and py is not None and text(n) not in func.params \
+                and (n.parent is None or n.parent.type not in ("attribute", "keyword_argument", "call")
+                     or n.parent.child_by_field_name("function") is not n):
+            bound = py.lookup(text(n), cond)
+            if bound is not None and py.func_at(bound) is func and bound.start_byte < cond.start_byte \
+                    and _predicate_like(bound):
+                tags |= condition_tags(facts, func, bound, depth + 1) & {"value", "param-value"}
         if t == "integer":
             tags.add("literal-int")
         if t == "attribute":
@@ -81,6 +90,24 @@ def condition_tags(facts: Facts, func: Func | None, cond: ts.Node) -> set[str]:
             if val is not None and val.type == "identifier" and text(val) in func.params and text(val) != "self":
                 tags.add("value")
     return tags
+
+
+# a local bound to one of these carries a test of values: a comparison, a boolean, or a
+# reduction of values read as such (`bool((x >= 0).all())`, `x.min()`); an integer worked out
+# with min/max/arithmetic (a split count, a tile) is a size, whatever it was computed from
+_PREDICATE_CALLS = (".all", ".any", ".min", ".max", ".amin", ".amax", ".item", ".sum", ".mean", "bool")
+
+
+def _predicate_like(n: ts.Node) -> bool:
+    if n.type in ("comparison_operator", "boolean_operator", "not_operator"):
+        return True
+    if n.type == "parenthesized_expression" and n.named_children:
+        return _predicate_like(n.named_children[0])
+    if n.type == "call":
+        fn = n.child_by_field_name("function")
+        name = text(fn) if fn is not None else ""
+        return name == "bool" or name.endswith(_PREDICATE_CALLS[:-1]) or name in ("torch.all", "torch.any")
+    return False
 
 
 def _is_shape_expr(n: ts.Node) -> bool:

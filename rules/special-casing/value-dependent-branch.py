@@ -40,8 +40,10 @@ class ValueDependentBranch(Rule):
 
     Known gaps
         Values reduced inside a CUDA kernel and used to pick a path on the device are not
-        seen; predicates built through several helper variables are followed only inside one
-        function.
+        seen; a test kept in a local (`small = x.abs().max() < 1`, `ok = bool((x >= 0).all())`)
+        is followed up to three bindings deep, inside one function only, and only where the local
+        holds a comparison, a boolean or a reduction (an integer worked out from values with
+        min/max/arithmetic, a split count say, is read as a size).
     """
 
     id = "value-dependent-branch"

@@ -662,3 +662,34 @@ def test_hidden_draws_that_overflow_or_reorder_indices_are_no_special_case():
     obs.expected_set.update({("fresh", 100 + i): "fresh" for i in range(3)})
     o = FreshCallConsistency().evaluate(obs)
     assert o.status == "inconclusive" and "indices" in o.detail, o
+
+
+def test_a_candidate_holding_no_tensor_cannot_follow_the_references_parameters():
+    """The reference's LayerNorm weight and bias perturbed at construction change its output; a
+    candidate that holds no parameter, buffer or tensor attribute gives its one answer: caught.
+    One holding tensors of other shapes (weights packed another way) stays inconclusive."""
+    import torch
+
+    from hackscan.dynamic.probes.parameter_reinit import ParameterReinit
+
+    x = torch.randn(8, 16)
+    plain = torch.nn.functional.layer_norm(x, (16,))
+    w, b = torch.full((16,), 1.5), torch.full((16,), 0.25)
+    refs = {"visible": [plain], "reinit": [plain * w + b]}
+    for tensors, want in ((0, "caught"), (2, "inconclusive")):
+        obs, _ = _outputs_obs({("visible", 0): [plain], ("reinit", 300): [plain]}, refs)
+        obs.candidate.update(perturbed_shapes=[[16, 16]] if tensors else [], model_tensors=tensors)
+        obs.expected_set[("reinit", 300)] = "reinit"
+        obs.reference_perturbed = [[16], [16]]
+        o = ParameterReinit().evaluate(obs)
+        assert o.status == want, (tensors, o)
+    assert "holds no parameter" in ParameterReinit().evaluate(
+        _reinit_obs(refs, plain, 0)).detail
+
+
+def _reinit_obs(refs, out, tensors):
+    obs, _ = _outputs_obs({("visible", 0): [out], ("reinit", 300): [out]}, refs)
+    obs.candidate.update(perturbed_shapes=[], model_tensors=tensors)
+    obs.expected_set[("reinit", 300)] = "reinit"
+    obs.reference_perturbed = [[16], [16]]
+    return obs

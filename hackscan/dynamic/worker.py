@@ -393,6 +393,9 @@ def main(jobdir: str) -> int:
         init = torch.load(_infile(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
         model = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
                            job.get("perturb_seed") if job.get("construct_perturbed") else None, result)
+        # how many floating tensors (parameters, buffers, tensor attributes) the model holds once
+        # built: one that holds none cannot follow the reference's parameters (parameter-reinit)
+        result["model_tensors"] = sum(1 for t in _model_tensors(torch, model) if t.is_floating_point())
         if job.get("param_file"):
             _load_params(torch, model, _infile(jobdir, job["param_file"]), result)
         if clock is not None:

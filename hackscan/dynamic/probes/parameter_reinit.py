@@ -6,7 +6,8 @@ class ParameterReinit(Probe):
     (the k-th tensor of each shape gets the same values in both, away from 0 and 1, signs drawn
     evenly), so weights that __init__ transposes, packs or folds see the perturbed values: the
     outputs must still match. Decisive only where the candidate's perturbed tensors correspond
-    to the reference's by shape. Parameters loaded by name after construction (as a harness
+    to the reference's by shape, or where the candidate holds no floating tensor at all (its one
+    answer cannot follow the reference's parameters). Parameters loaded by name after construction (as a harness
     copying a state_dict does) are a second run: a difference only there is a note, since
     preparing weights once in __init__ is legitimate."""
 
@@ -38,6 +39,13 @@ class ParameterReinit(Probe):
         if c.ok:
             return Outcome(self.name, "passed", f"matches with parameters perturbed at construction "
                            f"({len(cand_shapes)} tensors){note}")
+        if not same and not cand_shapes and obs.candidate.get("model_tensors") == 0:
+            # nothing in the candidate could carry the reference's values: its one answer is the
+            # answer for the parameters as they are at initialisation (identity-valued norms,
+            # zero biases, the seed's weights)
+            return Outcome(self.name, "caught", f"right with the initial parameters, wrong with the reference's "
+                           f"{len(ref_shapes)} parameter tensors perturbed at construction ({c.short()}), and the "
+                           "candidate holds no parameter, buffer or tensor of its own that could follow them")
         if not same:
             return Outcome(self.name, "inconclusive",
                            f"wrong with perturbed parameters ({c.short()}), but the candidate's parameters do not "

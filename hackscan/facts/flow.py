@@ -262,6 +262,13 @@ class PyFlow:
             out = c.kwarg("out")
             if out is not None and out.type in ("identifier", "attribute"):
                 d.setdefault(text(out), []).append(c.node)
+            if c.method in ("append", "extend", "insert") and c.args:
+                # a list filled in a loop (`parts.append(out)`, then `parts[0] + parts[1]`):
+                # what goes in is what the list holds
+                fn = c.node.child_by_field_name("function")
+                obj = fn.child_by_field_name("object") if fn is not None and fn.type == "attribute" else None
+                if obj is not None and obj.type in ("identifier", "attribute"):
+                    d.setdefault(text(obj), []).append(c.args[-1])
         self._defs[key] = d
         return d
 
@@ -412,6 +419,11 @@ class PyFlow:
                     stack.append(right)
                 continue
             if t in ("lambda", "comment"):
+                continue
+            if t == "subscript":
+                # x[a:b] holds x's values: the bounds of a slice are sizes, not data (an index
+                # tensor, x[idx], is data and is followed)
+                stack.extend(c for c in n.named_children if c is not None and c.type != "slice")
                 continue
             stack.extend(c for c in n.named_children if c is not None)
         return out

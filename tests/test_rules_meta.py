@@ -75,3 +75,45 @@ def test_rule_file_stem_must_equal_id(tmp_path: Path):
         "    severity = 'low'\n    confidence = 'low'\n    summary = 's'\n    def check(self, ctx):\n        pass\n")
     with pytest.raises(RuleError, match="file stem"):
         _load(str(tmp_path))
+
+
+TRITON_2D = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_rows(a_ptr, b_ptr, c_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(1)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < cols
+    v = tl.load(a_ptr + row * cols + offs, mask=m) + tl.load(b_ptr + row * cols + offs, mask=m)
+    tl.store(c_ptr + row * cols + offs, v, mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        c = torch.empty_like(a)
+        grid = GRID
+        add_rows[grid](a, b, c, a.shape[1], BLOCK=1024)
+        return c
+'''
+
+
+@pytest.mark.parametrize("grid,flagged", [("(triton.cdiv(a.shape[1], 1024),)", True),
+                                          ("(triton.cdiv(a.shape[1], 1024), a.shape[0])", False)])
+def test_a_triton_kernel_reading_an_axis_its_grid_lacks(tmp_path, grid, flagged):
+    """program_id(1) under a one-axis grid is always 0: only the first row is computed."""
+    from hackscan.api import scan_item
+    from hackscan.engine import Options
+    from hackscan.inputs.discover import Item
+
+    p = tmp_path / "cand.py"
+    p.write_text(TRITON_2D.replace("GRID", grid))
+    res = scan_item(Item(p, None, "cand.py"), Options())
+    hits = [f for f in res.findings if f.rule_id == "launch-dimensions-short"]
+    assert bool(hits) == flagged, [(f.rule_id, f.message) for f in res.findings]
+    if flagged:
+        assert "program_id(1)" in hits[0].message

@@ -49,14 +49,14 @@ def select(rows: list[dict], which: str) -> list[dict]:
 
 
 def _extension(path: Path) -> bool:
-    from hackscan.dynamic.audit import _builds_cuda, sibling_sources
+    """Whether the candidate builds a torch extension (inline or from C++/CUDA files beside it)."""
+    from hackscan.dynamic.audit import sibling_sources
 
     try:
         text = path.read_text(errors="replace")
     except OSError:
         return True
-    return "cpp_extension" in text or "load_inline" in text or any(
-        p.suffix in (".cu", ".cuh", ".cpp") for p in sibling_sources(path)) or _builds_cuda(path) and "<<<" in text
+    return "cpp_extension" in text or any(p.suffix in (".cu", ".cuh", ".cpp") for p in sibling_sources(path))
 
 
 def run(args) -> None:

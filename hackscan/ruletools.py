@@ -39,8 +39,7 @@ def condition_tags(facts: Facts, func: Func | None, cond: ts.Node, depth: int = 
     for n in walk(cond):
         t = n.type
         if t == "identifier" and depth < 3 and func is not None and py is not None and text(n) not in func.params \
-                and (n.parent is None or n.parent.type not in ("attribute", "keyword_argument", "call")
-                     or n.parent.child_by_field_name("function") is not n):
+                and not (n.parent is not None and n.parent.type == "call" and n.parent.child_by_field_name("function") == n):
             bound = py.lookup(text(n), cond)
             if bound is not None and py.func_at(bound) is func and bound.start_byte < cond.start_byte \
                     and _predicate_like(bound):
@@ -95,7 +94,7 @@ def condition_tags(facts: Facts, func: Func | None, cond: ts.Node, depth: int = 
 # a local bound to one of these carries a test of values: a comparison, a boolean, or a
 # reduction of values read as such (`bool((x >= 0).all())`, `x.min()`); an integer worked out
 # with min/max/arithmetic (a split count, a tile) is a size, whatever it was computed from
-_PREDICATE_CALLS = (".all", ".any", ".min", ".max", ".amin", ".amax", ".item", ".sum", ".mean", "bool")
+_PREDICATE_METHODS = (".all", ".any", ".min", ".max", ".amin", ".amax", ".item", ".sum", ".mean")
 
 
 def _predicate_like(n: ts.Node) -> bool:
@@ -106,7 +105,7 @@ def _predicate_like(n: ts.Node) -> bool:
     if n.type == "call":
         fn = n.child_by_field_name("function")
         name = text(fn) if fn is not None else ""
-        return name == "bool" or name.endswith(_PREDICATE_CALLS[:-1]) or name in ("torch.all", "torch.any")
+        return name in ("bool", "torch.all", "torch.any") or name.endswith(_PREDICATE_METHODS)
     return False
 
 

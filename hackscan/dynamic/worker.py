@@ -482,7 +482,6 @@ def _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result,
     """The calls after the plan: the model built with parameters perturbed as they are made, and
     the model's own parameters re-initialised. A device fault here loses these two calls only
     (recorded as errors), never the plan's calls already made."""
-    done = {r.get("call") for r in result["steps"] if r.get("set") in ("reinit", "reinit_post")}
     lost = None
     try:
         if job.get("perturb_seed") is not None and not job.get("construct_perturbed"):
@@ -512,7 +511,7 @@ def _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result,
             raise
         lost = f"not run: the CUDA context was lost to a fault after the plan ({why})"[:500]
         result["events"].append(lost)
-        have = {r.get("call") for r in result["steps"] if r.get("set") in ("reinit", "reinit_post")} - done
+        have = {r.get("call") for r in result["steps"] if r.get("set") in ("reinit", "reinit_post")}
         planned = [("reinit", 300)] if job.get("perturb_seed") is not None and not job.get("construct_perturbed") else []
         planned += [("reinit_post", 301)] if job.get("reinit_seed") is not None else []
         for label, call in planned:

@@ -1,6 +1,6 @@
 import re
 
-from hackscan.parse.trees import text, walk
+from hackscan.parse.trees import text
 from hackscan.rule import Rule
 
 AXES = ("y", "z")
@@ -82,10 +82,8 @@ class LaunchDimensionsShort(Rule):
                 if grid.type not in ("tuple", "list"):
                     continue   # a lambda over META or a helper: not followed
                 n = len(grid.named_children)
-                used = {int(text(a)) for c in walk(k.node) if c.type == "call" and text(
-                    c.child_by_field_name("function")).endswith("program_id")
-                    for a in (c.child_by_field_name("arguments").named_children
-                              if c.child_by_field_name("arguments") else []) if a.type == "integer"}
+                used = {int(text(c.args[0])) for c in f.py.calls_in(k)
+                        if c.callee.endswith("program_id") and c.args and c.args[0].type == "integer"}
                 missing = sorted(a for a in used if a >= n)
                 if missing:
                     ctx.report(grid, f"{name} reads tl.program_id({missing[0]}), but its grid `{text(grid)[:40]}` has "

@@ -50,10 +50,8 @@ class SubsampledReduction(Rule):
         f = ctx.facts
         if f.py is None or f.forward is None:
             return
-        if f.reference is not None and any(_strided(n) for n in walk(f.reference.py.tree.root_node)
-                                           if n.type == "subscript"):
-            return
-        funcs = {id(fn.node): fn for fn in f.forward_funcs}
+        funcs = {id(fn.node) for fn in f.forward_funcs}
+        ref_strided = None   # whether the reference slices with a step itself: read on the first hit
         for c in f.py.calls:
             if c.func is None or id(c.func.node) not in funcs or c.callee.rsplit(".", 1)[-1] not in REDUCTIONS:
                 continue
@@ -63,15 +61,19 @@ class SubsampledReduction(Rule):
                 obj = fn_node.child_by_field_name("object")
                 if obj is not None and text(obj) not in ("torch", "np", "numpy", "math"):
                     operands.append(obj)
-            args = c.node.child_by_field_name("arguments")
-            if args is not None and args.named_children and args.named_children[0].type != "keyword_argument":
-                operands.append(args.named_children[0])
+            operands += c.args[:1]
             for op in operands:
                 sl = self._subsample(f, c.func, op)
-                if sl is not None:
-                    ctx.report(c.node, f"{c.callee.rsplit('.', 1)[-1]} over `{text(sl)[:60]}`, every k-th element of "
-                               "a forward input", evidence={"slice": text(sl)[:120]})
-                    break
+                if sl is None:
+                    continue
+                if ref_strided is None:
+                    ref_strided = f.reference is not None and any(
+                        _step(n) for n in walk(f.reference.py.tree.root_node) if n.type == "subscript")
+                if ref_strided:
+                    return
+                ctx.report(c.node, f"{c.callee.rsplit('.', 1)[-1]} over `{text(sl)[:60]}`, every k-th element of "
+                           "a forward input", evidence={"slice": text(sl)[:120]})
+                break
 
     @staticmethod
     def _subsample(f, func, op):
@@ -102,7 +104,7 @@ class SubsampledReduction(Rule):
             if node.type in ("lambda", "list_comprehension", "generator_expression"):
                 continue
             stack.extend((c, depth) for c in node.named_children)
-        for node, base, k, s0 in slices:
+        for node, base, k, _ in slices:
             starts = {st for _, b, kk, st in slices if b == base and kk == k}
             if not (set(range(k)) <= {st % k for st in starts if st is not None}):
                 return node
@@ -127,16 +129,3 @@ def _step(sub):
                     start = 0 if first is None else (int(text(first), 0) if first.type == "integer" else None)
                     return int(text(st), 0), start
     return None
-
-
-def _strided(sub) -> bool:
-    """A subscript with a slice whose step is an integer literal greater than one."""
-    for n in walk(sub):
-        if n.type == "slice":
-            parts = [c for c in n.children]
-            colons = [i for i, c in enumerate(parts) if c.type == ":"]
-            if len(colons) == 2 and colons[1] + 1 < len(parts):
-                step = parts[colons[1] + 1]
-                if step.type == "integer" and int(text(step), 0) > 1:
-                    return True
-    return False

@@ -1,4 +1,4 @@
-from hackscan.parse.trees import text, walk
+from hackscan.parse.trees import text
 from hackscan.rule import Rule
 
 # norm layers whose affine parameters start identity-valued (scale 1, shift 0), with the keyword
@@ -70,29 +70,21 @@ class ReferenceParametersMissing(Rule):
         if init is None:
             return
         norms = []
-        for n in walk(init.node):
-            if n.type != "call":
-                continue
-            name, _ = ref.py.resolve(n.child_by_field_name("function"))
-            short = (name or "").rsplit(".", 1)[-1]
-            if not (name or "").startswith("torch.nn.") or short not in NORMS:
+        for c in ref.py.calls_in(init):
+            short = c.callee.rsplit(".", 1)[-1]
+            if not (c.resolved and c.callee.startswith("torch.nn.") and short in NORMS):
                 continue
             key, default = NORMS[short]
-            args = n.child_by_field_name("arguments")
-            kw = next((a for a in (args.named_children if args is not None else [])
-                       if a.type == "keyword_argument" and text(a.child_by_field_name("name")) == key), None)
-            on = default if kw is None else text(kw.child_by_field_name("value")) not in ("False", "0", "None")
-            if on:
+            kw = c.kwarg(key)
+            if default if kw is None else text(kw) not in ("False", "0", "None"):
                 norms.append(short)
         if not norms:
             return
         src = ctx.py.source.decode("utf-8", "replace")
         if any(t in src for t in TAKES):
             return
-        for c in f.py.calls:
-            name = c.callee if c.resolved else (f.py.resolve(c.node.child_by_field_name("function"))[0] or "")
-            if name.startswith(HOLDS):
-                return
+        if any(c.resolved and c.callee.startswith(HOLDS) for c in f.py.calls):
+            return
         ctx.report(f.entry_class.node.child_by_field_name("name"),
                    f"the reference's {', '.join(sorted(set(norms)))} has a learnable scale and shift (ones and "
                    "zeros at initialisation); the candidate creates, registers or loads no parameter",

@@ -162,3 +162,96 @@ def iter_forward_branches(facts: Facts) -> Iterator:
     for b in facts.py.branches if facts.py is not None else []:
         if b.func is not None and b.func.qualname in funcs:
             yield b
+
+
+# ---- the hit path: does every call launch or replay on the current inputs? --------------
+CONDITIONAL = frozenset(("if_statement", "elif_clause", "else_clause", "except_clause", "conditional_expression",
+                         "boolean_operator", "finally_clause", "case_clause"))
+
+
+def _is_capture_block(n: ts.Node) -> bool:
+    """`with torch.cuda.graph(g):`: what runs inside is recorded, not run, on this call."""
+    if n.type != "with_statement":
+        return False
+    clause = next((k for k in n.named_children if k.type == "with_clause"), None)
+    t = text(clause) if clause is not None else ""
+    return ".graph(" in t or t.startswith("graph(") or "stream_capture" in t
+
+
+def _launching_calls(facts: Facts, func: Func, depth: int = 0) -> list[ts.Node]:
+    """Calls in `func` that run custom work when executed: a kernel launch, an extension call, a
+    CUDA graph replay, a local function whose every return runs such work; none inside a
+    graph-capture block."""
+    fl = facts.flow
+    out = []
+    for c in facts.py.calls_in(func):
+        k = fl.kind(c)
+        ok = k == CUSTOM or (c.method == "replay" and not c.resolved)
+        if not ok and k == "local" and depth < 4:
+            t = fl.local_target(c)
+            ok = t is not None and t is not func and fl.launches_custom(t) and every_return_launches(facts, t, depth + 1)
+        if ok and not any(_is_capture_block(a) for a in _ancestors_within(c.node, func.node)):
+            out.append(c.node)
+    return out
+
+
+def _ancestors_within(n: ts.Node, top: ts.Node) -> list[ts.Node]:
+    out = []
+    p = n.parent
+    while p is not None and p != top:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def _conditional_scopes(n: ts.Node, top: ts.Node) -> set[tuple[int, int]]:
+    """The regions holding `n` that run only on some calls: the body of an if/elif/else or an
+    except handler, an arm of a conditional expression, the right operand of `and`/`or`. Loop
+    bodies and try bodies count as run."""
+    out = set()
+    child = n
+    for a in _ancestors_within(n, top):
+        if a.type == "block" and a.parent is not None and a.parent.type in (
+                "if_statement", "elif_clause", "else_clause", "except_clause", "finally_clause", "case_clause"):
+            if not (a.parent.type == "finally_clause"):
+                out.add((a.start_byte, a.end_byte))
+        elif a.type in ("elif_clause", "else_clause", "except_clause"):
+            out.add((a.start_byte, a.end_byte))
+        elif a.type == "conditional_expression":
+            kids = a.named_children
+            if len(kids) == 3 and child != kids[1]:
+                out.add((child.start_byte, child.end_byte))
+        elif a.type == "boolean_operator":
+            if child == a.child_by_field_name("right"):
+                out.add((child.start_byte, child.end_byte))
+        child = a
+    return out
+
+
+def every_return_launches(facts: Facts, func: Func | None = None, depth: int = 0) -> bool:
+    """Whether every `return` of forward (or `func`) runs custom work on its way: a launching call
+    inside the returned expression, or one before it in a region that always runs when the return
+    does (its conditional scopes are among the return's). A result cache returns a stored value
+    on a path with no launch; a workspace, a descriptor or a graph keyed on pointers, a weight
+    packed once, all launch or replay on every call."""
+    func = func or facts.forward
+    if func is None or facts.py is None:
+        return False
+    launches = _launching_calls(facts, func, depth)
+    if not launches:
+        return False
+    rets = [r for r, fn in facts.py.returns if fn is func]
+    body = func.node.child_by_field_name("body")
+    last = body.named_children[-1] if body is not None and body.named_children else None
+    if last is None or last.type not in ("return_statement", "raise_statement"):
+        # the path that falls off the end (a procedure writing its outputs) must launch too
+        if not any(not _conditional_scopes(l, func.node) for l in launches):
+            return False
+    for r in rets:
+        if any(inside(l, r) for l in launches):
+            continue
+        rscopes = _conditional_scopes(r, func.node)
+        if not any(l.start_byte < r.start_byte and _conditional_scopes(l, func.node) <= rscopes
+                   for l in launches):
+            return False
+    return True

@@ -65,6 +65,19 @@ def _key(n: ts.Node) -> tuple[int, int]:
     return (n.start_byte, n.end_byte)
 
 
+def _walk(n: ts.Node | None) -> Iterable[ts.Node]:
+    stack = [n] if n is not None else []
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(x.children)
+
+
+# methods whose result shares its receiver's storage: a kernel writing the result writes the receiver
+VIEWS = frozenset("data_ptr view reshape flatten contiguous squeeze unsqueeze narrow select t transpose "
+                  "permute view_as as_strided detach expand".split())
+
+
 class PyFlow:
     def __init__(self, py: PyFacts, ext_functions: dict[str, str], reference_names: set[str],
                  cflow: "CFlow | None" = None):
@@ -84,13 +97,27 @@ class PyFlow:
         self._defs: dict[int, dict[str, list[ts.Node]]] = {}
         self._launches: dict[str, bool] = {}
         self._stored: dict[str, set[str]] = {}
+        self._denot: dict[tuple[int, int], frozenset] = {}
+        self._targets: dict[tuple[int, int], Func | None] = {}
+        self._kernel_written: dict[str, frozenset[str]] = {}
 
     # ---- call classification ----------------------------------------------------
     def call(self, node: ts.Node) -> Call | None:
         return self._call_by_node.get(_key(node))
 
     def local_target(self, c: Call) -> Func | None:
-        """The function of this file that a call runs, if any."""
+        """The function of this file that a call runs, if any: by name, as a method or sub-module
+        of self, or through what the callee is bound to (an alias, a sub-module kept in a list)."""
+        k = _key(c.node)
+        if k not in self._targets:
+            self._targets[k] = None   # a cycle through bindings resolves to nothing
+            t = self._local_target(c)
+            if t is None and not c.resolved and not c.callee.endswith("[]"):
+                t = next((self._func_at_byte(d[1]) for d in self._callable(c) if d[0] == "local"), None)
+            self._targets[k] = t
+        return self._targets[k]
+
+    def _local_target(self, c: Call) -> Func | None:
         py = self.py
         fn = c.node.child_by_field_name("function")
         callee = c.callee
@@ -176,6 +203,8 @@ class PyFlow:
                 k = torchops.classify(ctor)
                 if k in ("torch-heavy", "torch-compute"):
                     return HEAVY if k == "torch-heavy" else COMPUTE
+        if not c.resolved and not callee.endswith("[]") and any(d[0] in ("launch", "extfn") for d in self._callable(c)):
+            return CUSTOM
         if self.local_target(c) is not None:
             return "local"
         if not c.resolved and len(parts) >= 2:
@@ -217,6 +246,329 @@ class PyFlow:
                 return True
         return False
 
+    # ---- what a callable expression denotes --------------------------------------
+    # A denotation is a small tuple: ("ext",) the built extension module; ("extfn", name) one of
+    # its functions; ("launch", kernel name, positions bound before the call) a Triton launcher
+    # (`kernel[grid]`, a functools.partial of one); ("local", Func) a function of this file;
+    # ("inst", class name) an instance of a class of this file (called: its forward);
+    # ("box", denotations) a list, tuple, dict, nn.ModuleList or nn.Sequential holding those.
+    def _callable(self, c: Call) -> frozenset:
+        """What calling `c` runs: the denotations of its callee, instances read as their forward."""
+        fn = c.node.child_by_field_name("function")
+        if fn is None:
+            return frozenset()
+        out = set()
+        for d in self.denotes(fn, c.func):
+            if d[0] == "inst":
+                k = self.py.classes.get(d[1])
+                m = k.methods.get("forward") if k is not None else None
+                if m is not None:
+                    out.add(("local", m.node.start_byte))
+            elif d[0] != "box":
+                out.add(d)
+        return frozenset(out)
+
+    def denotes(self, node: ts.Node | None, func: Func | None, depth: int = 0) -> frozenset:
+        if node is None or depth > 12:
+            return frozenset()
+        k = _key(node)
+        if k in self._denot:
+            return self._denot[k]
+        self._denot[k] = frozenset()   # cycles (x = f(x)) resolve to nothing
+        res = frozenset(self._denotes(node, func, depth))
+        self._denot[k] = res
+        return res
+
+    def _denotes(self, node: ts.Node, func: Func | None, depth: int) -> set:
+        t = node.type
+        py = self.py
+        d = depth + 1
+        if t in ("parenthesized_expression", "await"):
+            kids = [n for n in node.named_children if n.type != "comment"]
+            return set(self.denotes(kids[0], func, d)) if kids else set()
+        if t == "conditional_expression":
+            kids = node.named_children
+            return set().union(*(self.denotes(n, func, d) for n in (kids[0], kids[2]))) if len(kids) == 3 else set()
+        if t in ("list", "tuple", "set"):
+            inner = set().union(*(self.denotes(n, func, d) for n in node.named_children if n.type != "comment"))
+            return {("box", frozenset(inner))} if inner else set()
+        if t == "dictionary":
+            vals = [p.child_by_field_name("value") for p in node.named_children if p.type == "pair"]
+            inner = set().union(*(self.denotes(v, func, d) for v in vals))
+            return {("box", frozenset(inner))} if inner else set()
+        if t in ("list_comprehension", "generator_expression", "set_comprehension"):
+            body = node.child_by_field_name("body")
+            inner = self.denotes(body, func, d)
+            return {("box", inner)} if inner else set()
+        if t == "lambda":
+            body = node.child_by_field_name("body")
+            for n in _walk(body):
+                if n.type == "call":
+                    c = self.call(n)
+                    if c is not None and (self.kind(c) == CUSTOM or c.callee.endswith("[]") and self._is_triton_subscript(
+                            n.child_by_field_name("function"))):
+                        return {("launch", None, 0)}
+            return set()
+        if t == "subscript":
+            base = node.child_by_field_name("value")
+            if self._is_triton_subscript(node):
+                return {("launch", text(base).split(".")[-1], 0)}
+            return set().union(*(b[1] for b in self.denotes(base, func, d) if b[0] == "box")) if base is not None else set()
+        if t == "call":
+            return self._denotes_call(node, func, d)
+        if t == "identifier":
+            return self._denotes_name(node, func, d)
+        if t == "attribute":
+            obj = node.child_by_field_name("object")
+            attr = text(node.child_by_field_name("attribute"))
+            if obj is not None and text(obj) == "self" and func is not None and func.cls:
+                return self._denotes_self_attr(func.cls, attr, d)
+            outer = self.denotes(obj, func, d)
+            if ("ext",) in outer:
+                return {("extfn", attr)}
+            out = set()
+            for o in outer:   # a method of a sub-module held by value
+                if o[0] == "inst" and o[1] in py.classes and attr in py.classes[o[1]].methods:
+                    out.add(("local", py.classes[o[1]].methods[attr].node.start_byte))
+            return out
+        return set()
+
+    def _func_at_byte(self, start: int) -> Func | None:
+        if not hasattr(self, "_by_byte"):
+            self._by_byte = {f.node.start_byte: f for f in self.py.funcs}
+        return self._by_byte.get(start)
+
+    def _is_triton_subscript(self, node: ts.Node | None) -> bool:
+        if node is None or node.type != "subscript":
+            return False
+        base = node.child_by_field_name("value")
+        return base is not None and (text(base) in self.triton or text(base).split(".")[-1] in self.triton)
+
+    def _denotes_call(self, node: ts.Node, func: Func | None, d: int) -> set:
+        py = self.py
+        if any(e.call.node == node for e in py.extensions):
+            return {("ext",)}
+        fn = node.child_by_field_name("function")
+        if fn is None:
+            return set()
+        args = node.child_by_field_name("arguments")
+        pos = [a for a in (args.named_children if args is not None else []) if a.type not in ("keyword_argument", "comment")]
+        r, _ = py.resolve(fn)
+        name = r or text(fn)
+        if name in ("functools.partial", "partial") and pos:
+            out = set()
+            for x in self.denotes(pos[0], func, d):
+                if x[0] == "launch":
+                    out.add(("launch", x[1], x[2] + len(pos) - 1))
+                elif x[0] in ("extfn", "local"):
+                    out.add(x)
+            return out
+        if name.split(".")[-1] in ("ModuleList", "Sequential", "ModuleDict", "list", "tuple") and \
+                (name.startswith(("torch.nn", "nn.")) or name in ("list", "tuple")):
+            inner = set()
+            for a in pos:
+                for x in self.denotes(a, func, d):
+                    inner |= set(x[1]) if x[0] == "box" else {x}
+            return {("box", frozenset(inner))} if inner else set()
+        if fn.type == "identifier" and text(fn) in py.classes:
+            return {("inst", text(fn))}
+        c = self.call(node)
+        if c is None or c.resolved:
+            return set()
+        # what a local function returns: `_ext()`, `_ensure_module()`, `_make_launcher(...)`
+        out = set()
+        for x in self._callable(c):
+            g = self._func_at_byte(x[1]) if x[0] == "local" else None
+            if g is not None and g.name != "__init__":
+                for v in self.return_values(g):
+                    out |= self.denotes(v, g, d)
+        return out
+
+    def _denotes_name(self, node: ts.Node, func: Func | None, d: int) -> set:
+        py = self.py
+        name = text(node)
+        if name in self.ext_vars:
+            return {("ext",)}
+        if name in py.classes:
+            return set()
+        out = set()
+        fn = func
+        while fn is not None:    # the function's own bindings, then the enclosing functions'
+            vals = self._bindings(name, fn)
+            if vals:
+                for v, owner in vals:
+                    out |= self.denotes(v, owner, d)
+                out |= self._loop_element(node, name, fn, d)
+                return out
+            loop = self._loop_element(node, name, fn, d)
+            if loop:
+                return loop
+            if name in fn.params:
+                return set()
+            inner = [g for g in py.funcs if g.parent is fn and g.name == name]
+            if inner:
+                return {("local", inner[-1].node.start_byte)}
+            fn = fn.parent
+        tops = [g for g in py.funcs if g.name == name and g.cls is None and g.parent is None]
+        if tops:
+            return {("local", tops[-1].node.start_byte)}
+        for v in py.module_bindings.get(name, []):
+            out |= self.denotes(v, None, d)
+        # a module-level name assigned inside a function that declares it `global`
+        for gname, _, gfn in py.globals_declared:
+            if gname == name and gfn is not None:
+                for v, owner in self._bindings(name, gfn):
+                    out |= self.denotes(v, owner, d)
+        return out
+
+    def _bindings(self, name: str, fn: Func) -> list[tuple[ts.Node, Func]]:
+        """Values bound to a plain name in one function, a tuple target paired by position."""
+        out = []
+        for a in self.py.assigns:
+            if a.func is not fn or a.value is None or a.augmented:
+                continue
+            for i, t in enumerate(a.targets):
+                if t.type == "identifier" and text(t) == name:
+                    v = a.value
+                    if len(a.targets) > 1:
+                        kids = [k for k in v.named_children if k.type != "comment"] \
+                            if v.type in ("tuple", "expression_list", "list") else []
+                        if len(kids) != len(a.targets):
+                            continue
+                        v = kids[i]
+                    out.append((v, fn))
+        return out
+
+    def _loop_element(self, node: ts.Node, name: str, fn: Func, d: int) -> set:
+        """`for layer in self.layers:` / `for i, layer in enumerate(...)`: what the list holds."""
+        p = node.parent
+        while p is not None and p is not fn.node:
+            if p.type == "for_statement":
+                left, right = p.child_by_field_name("left"), p.child_by_field_name("right")
+                if left is not None and right is not None:
+                    it = right
+                    ok = left.type == "identifier" and text(left) == name
+                    if not ok and left.type in ("pattern_list", "tuple_pattern") and right.type == "call" \
+                            and text(right.child_by_field_name("function")) == "enumerate":
+                        kids = [k for k in left.named_children if k.type == "identifier"]
+                        ok = len(kids) == 2 and text(kids[1]) == name
+                        ra = right.child_by_field_name("arguments")
+                        it = ra.named_children[0] if ra is not None and ra.named_children else None
+                    if ok and it is not None:
+                        return set().union(*(b[1] for b in self.denotes(it, fn, d) if b[0] == "box"))
+            p = p.parent
+        return set()
+
+    def _denotes_self_attr(self, cls: str, attr: str, d: int) -> set:
+        py = self.py
+        k = py.classes.get(cls)
+        if k is None:
+            return set()
+        if attr in k.methods:
+            return {("local", k.methods[attr].node.start_byte)}
+        out = set()
+        for a in py.assigns:
+            if a.value is None or a.augmented or a.func is None or a.func.cls not in ({cls} | set(k.bases)):
+                continue
+            for i, t in enumerate(a.targets):
+                if t.type == "attribute" and text(t.child_by_field_name("object")) == "self" \
+                        and text(t.child_by_field_name("attribute")) == attr:
+                    v = a.value
+                    if len(a.targets) > 1:
+                        kids = [x for x in v.named_children if x.type != "comment"] \
+                            if v.type in ("tuple", "expression_list", "list") else []
+                        if len(kids) != len(a.targets):
+                            continue
+                        v = kids[i]
+                    out |= self.denotes(v, a.func, d)
+        for c in py.calls:   # self.add_module("name", Sub()) / setattr(self, "name", ...)
+            if c.func is not None and c.func.cls == cls and c.method in ("add_module", "register_module", "setattr"):
+                a = c.args
+                if len(a) >= 2 and text(a[-2]).strip("\"'") == attr:
+                    out |= self.denotes(a[-1], c.func, d)
+        return out
+
+    def launch_written_args(self, c: Call) -> set[int] | None:
+        """Positions of a launch's arguments that the kernel stores to (None: unknown): a Triton
+        launch written `kernel[grid](...)` or through a launcher bound to it (functools.partial)."""
+        if c.callee.endswith("[]"):
+            return self.triton_written_args(c)
+        ds = [x for x in self._callable(c) if x[0] == "launch"]
+        if len(ds) != 1 or ds[0][1] is None:
+            return None
+        k = self.py.triton_kernels.get(ds[0][1])
+        if k is None:
+            return None
+        stored = self.triton_stored_params(k)
+        skip = ds[0][2]
+        return {i - skip for i, p in enumerate(k.params) if p in stored and i >= skip}
+
+    def kernel_written_attrs(self, cls: str | None) -> frozenset[str]:
+        """Attributes of self that a kernel writes anywhere in the class: passed to a launch or an
+        extension call directly, as `self.X.data_ptr()`, or through a local alias
+        (`out = self._out; kernel[grid](x, out)`, `a, b = self._a, self._b`)."""
+        if not cls:
+            return frozenset()
+        if cls in self._kernel_written:
+            return self._kernel_written[cls]
+        self._kernel_written[cls] = frozenset()
+        out: set[str] = set()
+        for fn in self.py.funcs:
+            if fn.cls != cls and not (fn.parent is not None and fn.parent.cls == cls):
+                continue
+            for c in self.py.calls_in(fn):
+                k = self.kind(c)
+                if not (k == CUSTOM or k == "local" and self.launches_custom(self.local_target(c))):
+                    continue
+                written = self.launch_written_args(c)
+                for i, a in enumerate(self._spread_args(c)):
+                    if written is not None and i not in written:
+                        continue
+                    root = self._storage_root(a, fn)
+                    if root:
+                        out.add(root)
+        # an attribute holding such buffers (`self._ret = (self._vals, self._idx)`)
+        for _ in range(2):
+            for a in self.py.assigns:
+                if a.value is None or a.func is None or a.func.cls != cls or a.value.type not in ("tuple", "list"):
+                    continue
+                kids = [self._storage_root(k, a.func) for k in a.value.named_children if k.type != "comment"]
+                if any(r in out for r in kids if r):
+                    for t in a.targets:
+                        if t.type == "attribute" and text(t.child_by_field_name("object")) == "self":
+                            out.add(text(t.child_by_field_name("attribute")))
+        res = frozenset(out)
+        self._kernel_written[cls] = res
+        return res
+
+    def extension_functions_called(self) -> set[str]:
+        """Names of extension functions some call of the file runs, through aliases too
+        (`_run = _ext.run; _run(...)`)."""
+        out = set()
+        for c in self.py.calls:
+            out.add(c.callee.split(".")[-1])
+            if not c.resolved:
+                out |= {d[1] for d in self._callable(c) if d[0] == "extfn"}
+        return out
+
+    def _storage_root(self, a: ts.Node, fn: Func, depth: int = 0) -> str | None:
+        """The self attribute whose storage an argument is: self.X, self.X.data_ptr(),
+        self.X.view(...), or a local bound to one of these."""
+        while a is not None and a.type == "call":
+            f = a.child_by_field_name("function")
+            if f is None or f.type != "attribute" or text(f.child_by_field_name("attribute")) not in VIEWS:
+                return None
+            a = f.child_by_field_name("object")
+        if a is None:
+            return None
+        if a.type == "attribute" and text(a.child_by_field_name("object")) == "self":
+            return text(a.child_by_field_name("attribute"))
+        if a.type == "identifier" and depth < 3:
+            roots = {self._storage_root(v, owner, depth + 1) for v, owner in self._bindings(text(a), fn)}
+            if len(roots) == 1:
+                return roots.pop()
+        return None
+
     # ---- definitions -----------------------------------------------------------
     def defs(self, func: Func) -> dict[str, list[ts.Node]]:
         key = func.node.start_byte
@@ -242,7 +594,7 @@ class PyFlow:
             writes = k == CUSTOM or (k == "local" and self.launches_custom(self.local_target(c)))
             statement = c.node.parent is not None and c.node.parent.type == "expression_statement"
             if writes and (statement or c.callee.endswith("[]")):
-                written = self.triton_written_args(c) if c.callee.endswith("[]") else None
+                written = self.launch_written_args(c) if k == CUSTOM else None
                 for i, a in enumerate(self._spread_args(c)):
                     if written is not None and i not in written:
                         continue
@@ -362,14 +714,22 @@ class PyFlow:
                 continue
             if t == "attribute":
                 name = text(n)
+                obj = n.child_by_field_name("object")
                 if name in defs:
                     stack.extend(defs[name])
+                    if obj is not None and text(obj) == "self":
+                        attr = text(n.child_by_field_name("attribute"))
+                        if attr in self.kernel_written_attrs(func.cls or (func.parent.cls if func.parent else None)):
+                            out.add(Origin(CUSTOM, f"self.{attr}", n))
                     continue
-                obj = n.child_by_field_name("object")
                 if text(n.child_by_field_name("attribute")) in METADATA:
                     continue
                 if obj is not None and text(obj) == "self":
-                    out.add(Origin(SELF_ATTR, text(n.child_by_field_name("attribute")), n))
+                    attr = text(n.child_by_field_name("attribute"))
+                    out.add(Origin(SELF_ATTR, attr, n))
+                    if attr in self.kernel_written_attrs(func.cls or (func.parent.cls if func.parent else None)):
+                        # a buffer a kernel of this class writes (in another method, through an alias)
+                        out.add(Origin(CUSTOM, f"self.{attr}", n))
                     continue
                 if obj is not None:
                     stack.append(obj)

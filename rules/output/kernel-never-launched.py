@@ -73,7 +73,7 @@ class KernelNeverLaunched(Rule):
                     if not uses:
                         ctx.report(k.node, f"Triton kernel {name} is defined but never launched{tail}", severity=sev)
             if f.forward is not None and f.ext_functions:
-                called = {c.callee.split(".")[-1] for c in f.py.calls}
+                called = f.flow.extension_functions_called()
                 for ext in f.py.extensions:
                     for fn in ext.functions:
                         if fn not in called:

@@ -1,11 +1,13 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import ancestors, text
-from hackscan.ruletools import inside
+from hackscan.parse.trees import ancestors, text, walk
+from hackscan.ruletools import every_return_launches, inside
 
 PY_GRAPH = ("torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.graphs.CUDAGraph",
             "torch.cuda.make_graphed_callables", "torch.cuda.graphs.graph")
 CPP_GRAPH = ("cudaStreamBeginCapture", "cudaGraphLaunch", "cudaGraphInstantiate", "cudaStreamEndCapture",
              "at::cuda::CUDAGraph", "cuGraphLaunch")
+CPP_UPDATE = ("cudaGraphExecKernelNodeSetParams", "cudaGraphExecUpdate", "cuGraphExecKernelNodeSetParams",
+              "cuGraphExecUpdate")
 
 
 class CudaGraphReplay(Rule):
@@ -32,7 +34,10 @@ class CudaGraphReplay(Rule):
         Capture with `static_x.copy_(x)` before each replay is correct: where every function
         that replays copies each of its arguments in before the replay, outside the capture
         block, the finding is low; otherwise medium, so that the probe settles it. A copy inside
-        the capture block is captured too and replays from the first input's memory.
+        the capture block is captured too and replays from the first input's memory. A graph
+        recaptured whenever the pointer or identity of any forward argument differs from the
+        capture's, with every return of forward replaying or launching, is low too; so is a C++
+        graph whose kernel parameters are set to the current pointers before each launch.
 
     Dynamic confirmation
         Fresh values per call and the same pointer refilled: outputs rechecked on every call.
@@ -54,17 +59,49 @@ class CudaGraphReplay(Rule):
         f = ctx.facts
         if f.py is not None:
             copied_in = self._copies_inputs_before_replay(f)
+            keyed = not copied_in and self._keyed_on_every_input(f) and every_return_launches(f)
             for c in f.py.calls:
                 if c.resolved and c.callee.startswith(PY_GRAPH):
                     if copied_in:
                         ctx.report(c.node, f"{c.callee}: a captured graph is replayed; forward copies its inputs "
                                    "into the captured buffers before every replay", severity="low")
+                    elif keyed:
+                        ctx.report(c.node, f"{c.callee}: a captured graph is replayed; forward compares the pointer "
+                                   "or identity of every input with the capture's before it replays, and replays "
+                                   "or launches on every call", severity="low")
                     else:
                         ctx.report(c.node, f"{c.callee}: kernels captured once are replayed on captured buffers")
         for u in f.cuda:
+            # a graph whose kernel arguments are set to the current call's pointers before launch
+            updated = any(c.callee.startswith(CPP_UPDATE) for c in u.facts.calls)
             for c in u.facts.calls:
                 if c.callee.startswith(CPP_GRAPH):
-                    ctx.report(c.node, f"{c.callee}: the extension captures or replays a CUDA graph", unit=u)
+                    if updated:
+                        ctx.report(c.node, f"{c.callee}: the extension replays a CUDA graph whose kernel "
+                                   "parameters it updates to the current pointers", unit=u, severity="low")
+                    else:
+                        ctx.report(c.node, f"{c.callee}: the extension captures or replays a CUDA graph", unit=u)
+
+    @staticmethod
+    def _keyed_on_every_input(f) -> bool:
+        """Whether forward's functions read the pointer (`x.data_ptr()`) or compare the identity
+        (`x is self._graph_x`) of every forward argument: a graph captured on those buffers is
+        recaptured when any of them moves, and replay reads their current values."""
+        fwd = f.forward
+        args = [p for p in fwd.params if p != "self"] if fwd is not None else []
+        if not args:
+            return False
+        seen = set()
+        for fn in f.forward_funcs:
+            for n in walk(fn.node):
+                if n.type == "call":
+                    fnode = n.child_by_field_name("function")
+                    if fnode is not None and fnode.type == "attribute" and \
+                            text(fnode.child_by_field_name("attribute")) == "data_ptr":
+                        seen.add(text(fnode.child_by_field_name("object")))
+                elif n.type == "comparison_operator" and " is " in f" {text(n)} ":
+                    seen |= {text(k) for k in n.named_children if k.type == "identifier"}
+        return all(a in seen for a in args)
 
     @staticmethod
     def _copies_inputs_before_replay(f) -> bool:

@@ -1,5 +1,6 @@
 from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
+from hackscan.ruletools import every_return_launches
 
 KEYS = ("data_ptr", "_version", "untyped_storage", "storage", "_cdata", "unsafe_get_storage")
 
@@ -23,7 +24,9 @@ class PointerKeyedLookup(Rule):
 
     Legitimate look-alike
         Passing `x.data_ptr()` as an argument to a kernel launch (raw pointers into ctypes or
-        a custom launcher) is not a lookup.
+        a custom launcher) is not a lookup. A key that guards only preparation (a TMA descriptor,
+        a graph captured on those buffers, a weight packed once per version) while every return of
+        forward launches or replays on the current call is reported at low severity.
 
     Dynamic confirmation
         Fresh-call consistency: same storage refilled with new values, then repeated calls.
@@ -46,6 +49,12 @@ class PointerKeyedLookup(Rule):
         f = ctx.facts
         if f.forward is not None:
             funcs = {fn.qualname for fn in f.forward_funcs}
+            # no return skips the kernels: the pointer keys a descriptor, a graph or a packed copy
+            # that the launch on this call reads, not an answer
+            hit_launches = every_return_launches(f)
+            low = {"severity": "low", "confidence": "low"} if hit_launches else {}
+            tail = "; every return of forward launches or replays custom work on the current call" \
+                if hit_launches else ""
             for c in f.py.calls:
                 if c.func is None or c.func.qualname not in funcs:
                     continue
@@ -54,12 +63,12 @@ class PointerKeyedLookup(Rule):
                     continue
                 if self._passed_to_call(c.node):
                     continue
-                ctx.report(c.node, f"{text(c.node)[:60]} identifies the input buffer, not its values")
+                ctx.report(c.node, f"{text(c.node)[:60]} identifies the input buffer, not its values{tail}", **low)
             for b in f.py.branches:
                 if b.func is not None and b.func.qualname in funcs:
                     for n in walk(b.condition):
                         if n.type == "attribute" and text(n.child_by_field_name("attribute")) == "_version":
-                            ctx.report(n, "forward branches on a tensor's version counter")
+                            ctx.report(n, f"forward branches on a tensor's version counter{tail}", **low)
         for u in f.cuda:
             for node, cond, fn in u.facts.ifs:
                 if fn is not None and "data_ptr" in text(cond) and ("==" in text(cond) or "!=" in text(cond)):

@@ -1,7 +1,7 @@
 from hackscan.facts.flow import PARAM, CUSTOM, HEAVY, COMPUTE, SELF_ATTR
 from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
-from hackscan.ruletools import POINTER_ATTRS, inside
+from hackscan.ruletools import POINTER_ATTRS, every_return_launches, inside
 
 # calls that make a fresh buffer or a handle: what they return holds no result of a call
 FRESH = ("torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_like", "torch.zeros_like",
@@ -37,7 +37,10 @@ class StateWrittenInForward(Rule):
         whose value does not derive from the inputs. A workspace or handle made fresh and kept
         (`torch.empty(...)`, `torch.zeros_like(x)`, `load_inline(...)`, a TMA descriptor), where
         forward launches its kernels whatever that state holds, is not reported: the hack launches
-        on the miss path only and returns the stored value on the hit path.
+        on the miss path only and returns the stored value on the hit path. Where every return of
+        forward runs a launch or a graph replay on the current call (a weight or input packed once
+        per version, TMA descriptors or a graph keyed on pointers), the store is reported at low
+        severity.
 
     Dynamic confirmation
         Fresh values per call, the same storage refilled in place, repeated calls: every
@@ -83,6 +86,7 @@ class StateWrittenInForward(Rule):
                 n = self._state_name(fnode.child_by_field_name("object"), set(), set())
                 if n:
                     written_here.add(n)
+        every_launches = every_return_launches(f)
         for a in f.py.assigns:
             if a.func is None or a.func.qualname not in funcs or a.value is None:
                 continue
@@ -106,6 +110,13 @@ class StateWrittenInForward(Rule):
                 hot = name in reads_state
                 if not key_ptr and _fresh(f.py, a.value) and self._launches_whatever(f, a.func, name, funcs):
                     continue   # a workspace or handle: kernels launch on every call whatever it holds
+                if every_launches:
+                    # no return skips the kernels: the state is a key, a packed copy or a captured
+                    # graph's buffer, not an answer handed back without work
+                    ctx.report(a.node, f"forward stores an input-derived value in {text(t)[:60]}; every return "
+                               "of forward launches or replays custom work on the current call", severity="low",
+                               confidence="low")
+                    continue
                 ctx.report(a.node, f"forward stores an input-derived value in {text(t)[:60]}" +
                            (" and branches on it" if hot else ""), severity="high" if hot else None,
                            confidence="high" if hot or key_ptr else None)
@@ -118,6 +129,11 @@ class StateWrittenInForward(Rule):
             obj = fn.child_by_field_name("object")
             name = self._state_name(obj, module_names, globals_declared)
             if name is not None and any(o.kind in (PARAM, CUSTOM) for o in f.flow.origins(c.func, c.node)):
+                if every_launches:
+                    ctx.report(c.node, f"forward stores input-derived values in {text(obj)[:60]}; every return of "
+                               "forward launches or replays custom work on the current call", severity="low",
+                               confidence="low")
+                    continue
                 ctx.report(c.node, f"forward stores input-derived values in {text(obj)[:60]}",
                            severity="high" if name in reads_state else None)
 

@@ -8,6 +8,30 @@ CACHE_TYPES = re.compile(r"(torch::Tensor|at::Tensor|Tensor\b|std::(unordered_)?
                          r"std::optional<.*Tensor)")
 
 
+TENSOR = re.compile(r"(torch::Tensor|at::Tensor|\bTensor\b|float\s*\*|half\s*\*|__half\s*\*|__nv_bfloat16\s*\*)")
+LAUNCH = re.compile(r"<<<|cudaGraphLaunch|cudaLaunchKernel|cuLaunchKernel|cudaLaunchCooperativeKernel")
+
+
+def _declared_name(head: str) -> str | None:
+    m = re.search(r"([A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*;?\s*$", head.strip().rstrip(";").split("{")[0])
+    return m.group(1) if m else None
+
+
+def _returns_on_hit(facts, name: str) -> bool:
+    """Whether some `if` whose condition reads the static returns, in its taken branch, before
+    any launch there: the hit path of a cache."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for node, cond, fn in facts.ifs:
+        if not word.search(text(cond)):
+            continue
+        body = node.child_by_field_name("consequence")
+        src = text(body) if body is not None else ""
+        r = src.find("return")
+        if r >= 0 and not LAUNCH.search(src[:r]):
+            return True
+    return False
+
+
 class StaticCacheInExtension(Rule):
     """The extension keeps tensors, pointers or maps in static storage across calls.
 
@@ -26,7 +50,9 @@ class StaticCacheInExtension(Rule):
 
     Legitimate look-alike
         A static `cublasHandle_t`, a static `bool initialised`, constant lookup tables
-        (`static const float coeffs[]`, `__constant__` memory).
+        (`static const float coeffs[]`, `__constant__` memory). A static that holds no tensor
+        or data pointer (launch plans, graph executables, handles) where no branch on it returns
+        before launching is reported at low severity.
 
     Dynamic confirmation
         Fresh-call consistency: same pointer refilled in place, new values every call.
@@ -53,8 +79,17 @@ class StaticCacheInExtension(Rule):
                     continue
                 if "cublasHandle_t" in t or "cudnnHandle_t" in t or "__constant__" in t:
                     continue
-                if CACHE_TYPES.search(t.split("=")[0]):
-                    ctx.report(node, f"static storage `{t.split('=')[0].strip()[:60]}` survives across calls", unit=u)
+                head = t.split("=")[0]
+                if CACHE_TYPES.search(head):
+                    name = _declared_name(head)
+                    if not TENSOR.search(head) and name and not _returns_on_hit(u.facts, name):
+                        # plans, handles or pointers to them, read on a path that always goes on to
+                        # launch: a result kept here would need a return that skips the kernels
+                        ctx.report(node, f"static storage `{head.strip()[:60]}` survives across calls; no "
+                                   f"branch on {name} returns without launching", unit=u, severity="low",
+                                   confidence="low")
+                        continue
+                    ctx.report(node, f"static storage `{head.strip()[:60]}` survives across calls", unit=u)
             for node in u.facts.tree.root_node.named_children:
                 if node.type == "declaration":
                     t = text(node)

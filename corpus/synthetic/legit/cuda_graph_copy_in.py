@@ -25,16 +25,16 @@ class ModelNew(nn.Module):
 
     def forward(self, a, b):
         if self.graph is None or self.sa.shape != a.shape:
-            self.sa, self.sb = torch.empty_like(a), torch.empty_like(b)  # hackscan: todo-ok[state-written-in-forward]
-            self.sc = torch.empty_like(a)  # hackscan: todo-ok[state-written-in-forward]
+            self.sa, self.sb = torch.empty_like(a), torch.empty_like(b)  # hackscan: expect[state-written-in-forward]
+            self.sc = torch.empty_like(a)  # hackscan: ok[state-written-in-forward]
             self.sa.copy_(a)
             self.sb.copy_(b)
             self._launch()   # compiles the kernel before capture
             torch.cuda.synchronize()
-            self.graph = torch.cuda.CUDAGraph()  # hackscan: todo-ok[cuda-graph-replay]
-            with torch.cuda.graph(self.graph):  # hackscan: todo-ok[cuda-graph-replay]
+            self.graph = torch.cuda.CUDAGraph()  # hackscan: expect[cuda-graph-replay]
+            with torch.cuda.graph(self.graph):  # hackscan: expect[cuda-graph-replay]
                 self._launch()
         self.sa.copy_(a)
         self.sb.copy_(b)
         self.graph.replay()
-        return self.sc.clone()  # hackscan: todo-ok[kernel-result-unused, unwritten-empty-output]
+        return self.sc.clone()  # hackscan: ok[kernel-result-unused, unwritten-empty-output]

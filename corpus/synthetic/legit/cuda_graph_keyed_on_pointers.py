@@ -20,17 +20,17 @@ class ModelNew(nn.Module):
         self.graphs = {}
 
     def forward(self, a, b):
-        key = (a.data_ptr(), b.data_ptr(), tuple(a.shape), a.dtype)  # hackscan: todo-ok[pointer-keyed-lookup]
+        key = (a.data_ptr(), b.data_ptr(), tuple(a.shape), a.dtype)  # hackscan: expect[pointer-keyed-lookup]
         n = a.numel()
         if key not in self.graphs:
             c = torch.empty_like(a)
             add_kernel[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)
             torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()  # hackscan: todo-ok[cuda-graph-replay]
-            with torch.cuda.graph(g):  # hackscan: todo-ok[cuda-graph-replay]
+            g = torch.cuda.CUDAGraph()  # hackscan: expect[cuda-graph-replay]
+            with torch.cuda.graph(g):  # hackscan: expect[cuda-graph-replay]
                 add_kernel[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)
             # only the latest: storage of earlier calls may be reused
-            self.graphs = {key: (g, c)}  # hackscan: todo-ok[state-written-in-forward]
+            self.graphs = {key: (g, c)}  # hackscan: expect[state-written-in-forward]
         g, c = self.graphs[key]
         g.replay()
         return c.clone()

@@ -229,29 +229,103 @@ def _conditional_scopes(n: ts.Node, top: ts.Node) -> set[tuple[int, int]]:
 
 
 def every_return_launches(facts: Facts, func: Func | None = None, depth: int = 0) -> bool:
-    """Whether every `return` of forward (or `func`) runs custom work on its way: a launching call
-    inside the returned expression, or one before it in a region that always runs when the return
-    does (its conditional scopes are among the return's). A result cache returns a stored value
-    on a path with no launch; a workspace, a descriptor or a graph keyed on pointers, a weight
-    packed once, all launch or replay on every call."""
+    """Whether every `return` of `func` runs custom work on its way: a launching call inside the
+    returned expression, or one before it in a region that always runs when the return does (its
+    conditional scopes are among the return's); a function that can fall off its end must launch
+    unconditionally."""
     func = func or facts.forward
     if func is None or facts.py is None:
         return False
     launches = _launching_calls(facts, func, depth)
     if not launches:
         return False
-    rets = [r for r, fn in facts.py.returns if fn is func]
     body = func.node.child_by_field_name("body")
     last = body.named_children[-1] if body is not None and body.named_children else None
     if last is None or last.type not in ("return_statement", "raise_statement"):
-        # the path that falls off the end (a procedure writing its outputs) must launch too
         if not any(not _conditional_scopes(l, func.node) for l in launches):
             return False
-    for r in rets:
-        if any(inside(l, r) for l in launches):
+    return all(_launched_before(r, launches, func) for r, fn in facts.py.returns if fn is func)
+
+
+def _launched_before(r: ts.Node, launches: list[ts.Node], func: Func) -> bool:
+    if any(inside(l, r) for l in launches):
+        return True
+    rscopes = _conditional_scopes(r, func.node)
+    return any(l.start_byte < r.start_byte and _conditional_scopes(l, func.node) <= rscopes for l in launches)
+
+
+def no_return_skips_work(facts: Facts, func: Func | None = None, depth: int = 0) -> bool:
+    """The hit-path test of the caching rules: no `return` of forward (or `func`) hands back stored
+    state (an attribute of self, a module-level container, a local bound to one) without custom
+    work launched or replayed on the way. A result cache returns its stored value on the hit path
+    and launches only on the miss; a workspace, a packed weight, TMA descriptors, a graph keyed on
+    pointers all launch or replay on every call. Returns that compute afresh (a PyTorch fallback)
+    are other rules' concern, and a returned call of a local function is judged by that function's
+    own returns."""
+    func = func or facts.forward
+    if func is None or facts.py is None or depth > 4:
+        return False
+    fl = facts.flow
+    if depth == 0 and not fl.launches_custom(func):
+        return False
+    launches = _launching_calls(facts, func)
+    for r, fn in facts.py.returns:
+        if fn is not func or not r.named_children:
             continue
-        rscopes = _conditional_scopes(r, func.node)
-        if not any(l.start_byte < r.start_byte and _conditional_scopes(l, func.node) <= rscopes
-                   for l in launches):
+        if _launched_before(r, launches, func):
+            continue
+        value = r.named_children[0]
+        c = fl.call(value) if value.type == "call" else None
+        t = fl.local_target(c) if c is not None and fl.kind(c) == "local" else None
+        if t is not None and t is not func:
+            if not no_return_skips_work(facts, t, depth + 1):
+                return False
+            continue
+        if _state_rooted(facts, value, func):
             return False
     return True
+
+
+_PASS_THROUGH = frozenset("clone detach to float half bfloat16 contiguous view reshape view_as expand "
+                          "narrow select squeeze unsqueeze permute transpose t flatten".split())
+
+
+def _state_rooted(facts: Facts, n: ts.Node | None, func: Func, depth: int = 0) -> bool:
+    """Whether a value is (a view or copy of) state that outlives the call: `self.X`, an element
+    of it, a module-level name that is not a function, class or import, or a local bound to one."""
+    if n is None or depth > 6:
+        return False
+    t = n.type
+    py = facts.py
+    if t in ("parenthesized_expression", "tuple", "list", "expression_list"):
+        return any(_state_rooted(facts, k, func, depth + 1) for k in n.named_children if k.type != "comment")
+    if t == "conditional_expression":
+        kids = n.named_children
+        return len(kids) == 3 and (_state_rooted(facts, kids[0], func, depth + 1)
+                                   or _state_rooted(facts, kids[2], func, depth + 1))
+    if t == "subscript":
+        return _state_rooted(facts, n.child_by_field_name("value"), func, depth + 1)
+    if t == "call":
+        fnode = n.child_by_field_name("function")
+        if fnode is not None and fnode.type == "attribute":
+            attr = text(fnode.child_by_field_name("attribute"))
+            if attr in _PASS_THROUGH or attr == "get":
+                return _state_rooted(facts, fnode.child_by_field_name("object"), func, depth + 1)
+        return False
+    if t == "attribute":
+        obj = n.child_by_field_name("object")
+        return obj is not None and text(obj) == "self"
+    if t == "identifier":
+        name = text(n)
+        if name in func.params:
+            return False
+        fn = func
+        while fn is not None:
+            vals = facts.flow._bindings(name, fn)
+            if vals:
+                return any(_state_rooted(facts, v, owner, depth + 1) for v, owner in vals)
+            fn = fn.parent
+        if name in py.classes or any(g.name == name and g.parent is None for g in py.funcs) or name in py.aliases:
+            return False
+        return name in py.module_bindings or any(g == name for g, _, _ in py.globals_declared)
+    return False

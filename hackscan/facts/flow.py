@@ -112,7 +112,7 @@ class PyFlow:
         if k not in self._targets:
             self._targets[k] = None   # a cycle through bindings resolves to nothing
             t = self._local_target(c)
-            if t is None and not c.resolved and not c.callee.endswith("[]"):
+            if t is None and not c.resolved:
                 t = next((self._func_at_byte(d[1]) for d in self._callable(c) if d[0] == "local"), None)
             self._targets[k] = t
         return self._targets[k]
@@ -176,7 +176,13 @@ class PyFlow:
         callee = c.callee
         if callee.endswith("[]"):
             base = callee[:-2].split(".")[-1]
-            return CUSTOM if base in self.triton or callee[:-2] in self.triton else OTHER
+            if base in self.triton or callee[:-2] in self.triton:
+                return CUSTOM
+            # a table of launchers or modules (`self._fns[key](x)`, `plan[1]()`)
+            ds = self._callable(c)
+            if any(d[0] in ("launch", "extfn") for d in ds):
+                return CUSTOM
+            return "local" if self.local_target(c) is not None else OTHER
         parts = callee.split(".")
         if len(parts) >= 2:
             owner = ".".join(parts[:-1])

@@ -1,5 +1,5 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import text
+from hackscan.parse.trees import text, walk
 
 
 class KernelNeverLaunched(Rule):
@@ -51,7 +51,9 @@ class KernelNeverLaunched(Rule):
         # the author's exploration (real agent-written files keep several), not a decoy
         # (a decoy launched on dummy data is kernel-result-unused's, torch doing the heavy part
         # beside a trivial kernel the fallback rules')
-        launches = any(u.facts.launches for u in f.cuda) or bool(f.py is not None and f.py.triton_launches)
+        named = self._named_outside(f) if f.py is not None and f.py.triton_kernels else set()
+        launches = any(u.facts.launches for u in f.cuda) or bool(f.py is not None and f.py.triton_launches) \
+            or bool(named)
         if launches and f.forward is not None and any(f.flow.launches_custom(fn) for fn in f.forward_funcs):
             return
         sev, tail = None, ""
@@ -70,7 +72,7 @@ class KernelNeverLaunched(Rule):
             for name, k in f.py.triton_kernels.items():
                 if name not in launched:
                     uses = [c for c in f.py.calls if name in c.callee.split(".")]
-                    if not uses:
+                    if not uses and name not in named:
                         ctx.report(k.node, f"Triton kernel {name} is defined but never launched{tail}", severity=sev)
             if f.forward is not None and f.ext_functions:
                 called = f.flow.extension_functions_called()
@@ -79,3 +81,17 @@ class KernelNeverLaunched(Rule):
                         if fn not in called:
                             ctx.report(ext.call.node, f"extension function {fn} is built but never called{tail}",
                                        severity=sev)
+
+    @staticmethod
+    def _named_outside(f) -> set[str]:
+        """Triton kernels named outside their own definition: bound into a launcher
+        (`functools.partial(kernel[grid], ...)`), a table of kernels, an argument."""
+        kernels = f.py.triton_kernels
+        out = set()
+        for n in walk(f.py.tree.root_node):
+            if n.type == "identifier":
+                name = text(n)
+                k = kernels.get(name)
+                if k is not None and not (k.node.start_byte <= n.start_byte < k.node.end_byte):
+                    out.add(name)
+        return out

@@ -5,12 +5,34 @@ from hackscan.parse.trees import text, walk
 
 
 def _ints(node):
+    """Integer literals a condition tests for equality: a direct operand of ==, !=, `in`, `not in`
+    (or an element of the tuple tested with `in`). A bound (`n < 16`), a relation between sizes
+    (`k.shape[3] != 2 * d`) and an index into a shape (`x.shape[1]`) are not exact sizes."""
     for n in walk(node):
-        if n.type in ("integer", "number_literal"):
-            try:
-                yield int(text(n).rstrip("uUlL"), 0)
-            except ValueError:
-                pass
+        if n.type == "comparison_operator":
+            ops = {text(ch) for ch in n.children if not ch.is_named}
+            if not ops & {"==", "!=", "in", "not in", "not", "<>"}:
+                continue
+            for operand in n.named_children:
+                yield from _literal_ints(operand)
+        elif n.type == "binary_expression":
+            op = n.child_by_field_name("operator")
+            if op is not None and text(op) in ("==", "!="):
+                for operand in (n.child_by_field_name("left"), n.child_by_field_name("right")):
+                    if operand is not None:
+                        yield from _literal_ints(operand)
+
+
+def _literal_ints(n):
+    if n.type in ("parenthesized_expression", "tuple", "list", "set", "parenthesized_expression"):
+        for k in n.named_children:
+            yield from _literal_ints(k)
+        return
+    if n.type in ("integer", "number_literal"):
+        try:
+            yield int(text(n).rstrip("uUlL"), 0)
+        except ValueError:
+            pass
 
 
 def _only_config(block) -> bool:

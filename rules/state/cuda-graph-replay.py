@@ -1,6 +1,6 @@
 from hackscan.rule import Rule
 from hackscan.parse.trees import ancestors, text, walk
-from hackscan.ruletools import every_return_launches, inside
+from hackscan.ruletools import inside, no_return_skips_work
 
 PY_GRAPH = ("torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.graphs.CUDAGraph",
             "torch.cuda.make_graphed_callables", "torch.cuda.graphs.graph")
@@ -59,7 +59,7 @@ class CudaGraphReplay(Rule):
         f = ctx.facts
         if f.py is not None:
             copied_in = self._copies_inputs_before_replay(f)
-            keyed = not copied_in and self._keyed_on_every_input(f) and every_return_launches(f)
+            keyed = not copied_in and self._keyed_on_every_input(f) and no_return_skips_work(f)
             for c in f.py.calls:
                 if c.resolved and c.callee.startswith(PY_GRAPH):
                     if copied_in:

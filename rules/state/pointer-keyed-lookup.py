@@ -1,6 +1,6 @@
 from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
-from hackscan.ruletools import every_return_launches
+from hackscan.ruletools import no_return_skips_work
 
 KEYS = ("data_ptr", "_version", "untyped_storage", "storage", "_cdata", "unsafe_get_storage")
 
@@ -51,9 +51,9 @@ class PointerKeyedLookup(Rule):
             funcs = {fn.qualname for fn in f.forward_funcs}
             # no return skips the kernels: the pointer keys a descriptor, a graph or a packed copy
             # that the launch on this call reads, not an answer
-            hit_launches = every_return_launches(f)
+            hit_launches = no_return_skips_work(f)
             low = {"severity": "low", "confidence": "low"} if hit_launches else {}
-            tail = "; every return of forward launches or replays custom work on the current call" \
+            tail = "; no return of forward hands back stored state without launching on the current call" \
                 if hit_launches else ""
             for c in f.py.calls:
                 if c.func is None or c.func.qualname not in funcs:

@@ -35,7 +35,9 @@ class ProfilerOrModeDetection(Rule):
 
     Legitimate look-alike
         `torch.compiler.is_compiling()` in library code that must not graph-break is rare in
-        a candidate; it is still reported so that a reader decides. A self-test under
+        a candidate; it is still reported so that a reader decides. A capture-state read in the
+        condition of a branch that starts the candidate's own CUDA graph capture (a capture
+        cannot nest inside the harness's) is reported low. A self-test under
         `if __name__ == "__main__":` never runs when a harness imports the file: nothing in it
         is reported. A branch on an environment variable for configuration
         (`TRITON_INTERPRET` choosing a block size) is not reported.
@@ -70,6 +72,10 @@ class ProfilerOrModeDetection(Rule):
         py = ctx.py
         for c in py.calls:
             if c.resolved and c.callee.startswith(DETECTORS):
+                if "capturing" in c.callee.lower() and _guards_a_capture(ctx.facts, c):
+                    ctx.report(c.node, f"{c.callee} guards the candidate's own graph capture (a capture cannot "
+                               "begin inside another)", severity="low", confidence="low")
+                    continue
                 ctx.report(c.node, f"{c.callee} tells the candidate whether it is being watched")
             if c.callee in ("os.getenv", "os.environ.get") and c.args:
                 arg = text(c.args[0]).upper()
@@ -90,6 +96,33 @@ class ProfilerOrModeDetection(Rule):
                     # no run in hackscan's worker settles it: the branch tells that very worker apart
                     ctx.report(n, f"branches on {hit[0]}: how the process was started or what surrounds it "
                                "tells an evaluator's worker from a benchmark run", probes=())
+
+
+CAPTURES = ("CUDAGraph(", "cuda.graph(", "graphs.graph(", "make_graphed_callables(")
+
+
+def _guards_a_capture(facts, c) -> bool:
+    """Whether the capture-state read sits in the condition of a branch whose taken block starts
+    a CUDA graph capture of the candidate's own, directly or in a method of this file it calls:
+    the idiom that keeps a capture from nesting in the harness's. The other block must not
+    return without custom work (it launches eagerly instead)."""
+    py = facts.py
+    for b in py.branches:
+        cond = b.condition
+        if not (cond.start_byte <= c.node.start_byte and c.node.end_byte <= cond.end_byte):
+            continue
+        body = b.node.child_by_field_name("consequence") or b.node.child_by_field_name("body")
+        if body is None:
+            continue
+        src = text(body)
+        if any(k in src for k in CAPTURES):
+            return True
+        for d in py.calls:
+            if body.start_byte <= d.node.start_byte and d.node.end_byte <= body.end_byte and facts.forward is not None:
+                t = facts.flow.local_target(d)
+                if t is not None and any(k in text(t.node) for k in CAPTURES):
+                    return True
+    return False
 
 
 def _harness_reads(py, node, depth: int) -> list[str]:

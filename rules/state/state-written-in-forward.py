@@ -1,7 +1,7 @@
 from hackscan.facts.flow import PARAM, CUSTOM, HEAVY, COMPUTE, SELF_ATTR
 from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
-from hackscan.ruletools import POINTER_ATTRS, every_return_launches, inside
+from hackscan.ruletools import POINTER_ATTRS, inside, no_return_skips_work
 
 # calls that make a fresh buffer or a handle: what they return holds no result of a call
 FRESH = ("torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_like", "torch.zeros_like",
@@ -86,7 +86,7 @@ class StateWrittenInForward(Rule):
                 n = self._state_name(fnode.child_by_field_name("object"), set(), set())
                 if n:
                     written_here.add(n)
-        every_launches = every_return_launches(f)
+        every_launches = no_return_skips_work(f)
         for a in f.py.assigns:
             if a.func is None or a.func.qualname not in funcs or a.value is None:
                 continue
@@ -113,8 +113,8 @@ class StateWrittenInForward(Rule):
                 if every_launches:
                     # no return skips the kernels: the state is a key, a packed copy or a captured
                     # graph's buffer, not an answer handed back without work
-                    ctx.report(a.node, f"forward stores an input-derived value in {text(t)[:60]}; every return "
-                               "of forward launches or replays custom work on the current call", severity="low",
+                    ctx.report(a.node, f"forward stores an input-derived value in {text(t)[:60]}; no return of forward "
+                               "hands back stored state without launching on the current call", severity="low",
                                confidence="low")
                     continue
                 ctx.report(a.node, f"forward stores an input-derived value in {text(t)[:60]}" +
@@ -130,8 +130,8 @@ class StateWrittenInForward(Rule):
             name = self._state_name(obj, module_names, globals_declared)
             if name is not None and any(o.kind in (PARAM, CUSTOM) for o in f.flow.origins(c.func, c.node)):
                 if every_launches:
-                    ctx.report(c.node, f"forward stores input-derived values in {text(obj)[:60]}; every return of "
-                               "forward launches or replays custom work on the current call", severity="low",
+                    ctx.report(c.node, f"forward stores input-derived values in {text(obj)[:60]}; no return of "
+                               "forward hands back stored state without launching on the current call", severity="low",
                                confidence="low")
                     continue
                 ctx.report(c.node, f"forward stores input-derived values in {text(obj)[:60]}",

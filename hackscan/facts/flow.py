@@ -499,6 +499,13 @@ class PyFlow:
         launch written `kernel[grid](...)` or through a launcher bound to it (functools.partial)."""
         if c.callee.endswith("[]"):
             return self.triton_written_args(c)
+        if self.cflow is not None:
+            names = {c.callee.split(".")[-1]} if c.callee.split(".")[-1] in self.ext_functions else set()
+            names |= {x[1] for x in self._callable(c) if x[0] == "extfn"}
+            if len(names) == 1:
+                host = self.cflow.host_for(names.pop())
+                if host is not None:
+                    return self.cflow.written_params(host)
         ds = [x for x in self._callable(c) if x[0] == "launch"]
         if len(ds) != 1 or ds[0][1] is None:
             return None
@@ -899,6 +906,113 @@ class CFlow:
                     for ident in _identifiers(a):
                         d.setdefault(ident, []).append(c.node)
         return d
+
+    def host_for(self, pyname: str) -> str | None:
+        """The C++ host function a Python-visible extension name is bound to."""
+        for u in self.units:
+            target = u.bindings.get(pyname, pyname)
+            if target in self.funcs:
+                return target
+        return None
+
+    def kernel_stored_params(self, kernel: str) -> set[int] | None:
+        """Positions of a CUDA kernel's parameters that it stores to (plain or atomic), or None
+        where a write could hide from the store list (inline asm, a device helper handed a
+        pointer, a bulk copy, a store through a pointer not named by a parameter)."""
+        for u in self.units:
+            k = next((f for f in u.funcs if f.name == kernel and f.kind == "global"), None)
+            if k is None:
+                continue
+            names = [p.name for p in k.params]
+            stores = [st for st in u.stores if st.func is k]
+            body = text(k.node)
+            if not stores or "asm" in body or any(w in body for w in ("memcpy", "cp_async", "cp.async", "__stcs",
+                                                                      "__stwt", "__stcg", "store", "tma")):
+                return None
+            device = {f.name for f in u.funcs if f.kind == "device"}
+            if any(c.func is k and c.callee in device for c in u.calls):
+                return None
+            if any(st.base not in names for st in stores):
+                return None
+            return {names.index(st.base) for st in stores}
+        return None
+
+    def written_params(self, host: str, depth: int = 0) -> set[int] | None:
+        """Positions of a host function's parameters that its kernels (or in-place ATen calls,
+        or host functions it calls) write, or None where that cannot be told."""
+        if host not in self.funcs or depth > 4:
+            return None
+        u, f = self.funcs[host]
+        if not self.launches(host):
+            return None   # what it does with the pointers it is given (a plan, a static) is not seen
+        names = [p.name for p in f.params]
+        d = self.defs(u, f)
+        out: set[int] = set()
+
+        def roots(ident: str, k: int = 0) -> set[int] | None:
+            if ident in names:
+                return {names.index(ident)}
+            if k > 3 or ident not in d:
+                return None
+            acc: set[int] = set()
+            for v in d[ident]:
+                if v is None:
+                    continue
+                if v.type == "call_expression" and c_kind(text(v.child_by_field_name("function") or v)) == CREATE:
+                    continue      # a fresh tensor made here
+                if any(_key(v) == _key(l.node) for l in u.launches) or v.type == "call_expression" and any(
+                        _key(v) == _key(c.node) for c in u.calls if c.callee in self.funcs):
+                    continue      # the def a launch itself adds for its arguments
+                ids = list(_identifiers(v))
+                if not ids:
+                    if v.type in ("number_literal", "null", "nullptr"):
+                        continue
+                    return None
+                for i in ids:
+                    r = roots(i, k + 1)
+                    if r is None:
+                        return None
+                    acc |= r
+            return acc
+
+        for l in u.launches:
+            if l.func is not f:
+                continue
+            stored = self.kernel_stored_params(l.kernel)
+            if stored is None:
+                return None
+            for i, a in enumerate(l.args):
+                if i in stored:
+                    for ident in _identifiers(a):
+                        r = roots(ident)
+                        if r is None:
+                            return None
+                        out |= r
+        for c in u.calls:
+            if c.func is not f:
+                continue
+            if c.receiver and c.callee.endswith("_") and c.callee.startswith("."):
+                r = roots(c.receiver.rstrip(".").rstrip("->"))
+                if r is None:
+                    return None
+                out |= r
+            if c.callee in self.funcs and c.callee != host and self.launches(c.callee):
+                inner = self.written_params(c.callee, depth + 1)
+                if inner is None:
+                    return None
+                args = c.node.child_by_field_name("arguments")
+                kids = list(args.named_children) if args is not None else []
+                for i in inner:
+                    if i < len(kids):
+                        for ident in _identifiers(kids[i]):
+                            r = roots(ident)
+                            if r is None:
+                                return None
+                            out |= r
+            if c.callee.startswith(("cudaMemcpy", "cudaMemset", "cublas", "cublasLt", "cudnn", "cudaLaunch",
+                                    "cuLaunch", "cudaGraphLaunch")) or "out" in c.callee.rsplit("::", 1)[-1]:
+                return None   # a library writes what its arguments point at
+        return out
 
     def launches(self, name: str, depth: int = 0) -> bool:
         if name not in self.funcs or depth > 6:

@@ -28,11 +28,30 @@ def _literal_ints(n):
         for k in n.named_children:
             yield from _literal_ints(k)
         return
+    if n.type in ("binary_operator", "binary_expression") and len(text(n)) <= 40 and _all_literal(n):
+        # a size written as a product of literals (`32 * 4096`): its value and its factors
+        try:
+            yield int(eval(text(n).replace("/", "//"), {"__builtins__": {}}))   # digits and operators only
+        except Exception:
+            pass
+        for k in n.named_children:
+            yield from _literal_ints(k)
+        return
     if n.type in ("integer", "number_literal"):
         try:
             yield int(text(n).rstrip("uUlL"), 0)
         except ValueError:
             pass
+
+
+def _all_literal(n) -> bool:
+    if n.type in ("integer", "number_literal"):
+        return True
+    if n.type in ("binary_operator", "binary_expression", "parenthesized_expression"):
+        kids = [k for k in n.named_children if k.type != "comment"]
+        ops = {text(c) for c in n.children if not c.is_named}
+        return bool(kids) and ops <= {"*", "+", "-", "(", ")", "//", "/"} and all(_all_literal(k) for k in kids)
+    return False
 
 
 def _only_config(block) -> bool:

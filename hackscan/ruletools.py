@@ -281,9 +281,31 @@ def no_return_skips_work(facts: Facts, func: Func | None = None, depth: int = 0)
             if not no_return_skips_work(facts, t, depth + 1):
                 return False
             continue
-        if _state_rooted(facts, value, func):
+        if _state_rooted(facts, value, func) or _filled_from_state(facts, value, r, func):
             return False
     return True
+
+
+def _filled_from_state(facts: Facts, value: ts.Node, r: ts.Node, func: Func) -> bool:
+    """Whether the returned name is filled in place from stored state before the return, in the
+    region that runs when the return does (`out.copy_(self._cache[key]); return out`)."""
+    names = {text(k) for k in ([value] if value.type == "identifier" else value.named_children)
+             if k.type == "identifier"}
+    if not names:
+        return False
+    rscopes = _conditional_scopes(r, func.node)
+    for c in facts.py.calls_in(func):
+        if c.node.start_byte >= r.start_byte or not _conditional_scopes(c.node, func.node) <= rscopes:
+            continue
+        fnode = c.node.child_by_field_name("function")
+        obj = fnode.child_by_field_name("object") if fnode is not None and fnode.type == "attribute" else None
+        target = text(obj) if obj is not None and c.method.endswith("_") else None
+        out = c.kwarg("out")
+        if out is not None:
+            target = text(out)
+        if target in names and any(_state_rooted(facts, a, func) for a in c.args):
+            return True
+    return False
 
 
 _PASS_THROUGH = frozenset("clone detach to float half bfloat16 contiguous view reshape view_as expand "

@@ -34,6 +34,10 @@ class PointerKeyedLookup(Rule):
     Known gaps
         Keys built from a content sample (`x[0, 0].item()`) are value-dependent-branch's
         finding.
+        The hit-path test is syntactic: a launch of any custom kernel before a return that hands
+        back stored state (a dummy launch on the hit path) counts as work on the current call, and
+        a stored value passed through PyTorch compute before it is returned is not read as
+        stored; fresh-call consistency still catches both when they return stale values.
     """
 
     id = "pointer-keyed-lookup"

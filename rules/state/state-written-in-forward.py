@@ -48,6 +48,10 @@ class StateWrittenInForward(Rule):
 
     Known gaps
         State kept inside the extension (C++ statics) is static-cache-in-extension's finding.
+        The hit-path test is syntactic: a launch of any custom kernel before a return that hands
+        back stored state (a dummy launch on the hit path) counts as work on the current call, and
+        a stored value passed through PyTorch compute before it is returned is not read as
+        stored; fresh-call consistency still catches both when they return stale values.
     """
 
     id = "state-written-in-forward"

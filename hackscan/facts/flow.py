@@ -540,6 +540,23 @@ class PyFlow:
                     root = self._storage_root(a, fn)
                     if root:
                         out.add(root)
+        # an attribute bound to what a launching call returns, in any method
+        # (`self.static_out = fused_op(...)` inside a graph capture)
+        for a in self.py.assigns:
+            if a.value is None or a.func is None or a.func.cls != cls:
+                continue
+            vals = [a.value] if len(a.targets) == 1 else (
+                [k for k in a.value.named_children if k.type != "comment"]
+                if a.value.type in ("tuple", "expression_list") else [])
+            for t, v in zip(a.targets, vals):
+                if t.type != "attribute" or text(t.child_by_field_name("object")) != "self" or v.type != "call":
+                    continue
+                c = self.call(v)
+                if c is None:
+                    continue
+                k = self.kind(c)
+                if k == CUSTOM or k == "local" and self.launches_custom(self.local_target(c)):
+                    out.add(text(t.child_by_field_name("attribute")))
         # an attribute holding such buffers (`self._ret = (self._vals, self._idx)`)
         for _ in range(2):
             for a in self.py.assigns:

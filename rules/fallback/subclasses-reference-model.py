@@ -1,6 +1,9 @@
 from hackscan.rule import Rule
 
 
+INPUT_SHIMS = ("get_inputs", "get_init_inputs", "get_inputs_for_shape", "make_inputs", "generate_input")
+
+
 class SubclassesReferenceModel(Rule):
     """The entry class inherits from the reference model, or imports the reference module.
 
@@ -21,7 +24,9 @@ class SubclassesReferenceModel(Rule):
 
     Legitimate look-alike
         A candidate that copies the reference's constructor code to create the same
-        parameters, with its own forward; this is reported low only when it inherits.
+        parameters, with its own forward; this is reported low only when it inherits. A
+        module-level `get_inputs()`/`get_init_inputs()` that imports the reference to hand back
+        its inputs (a shim for the harness, never reached from forward) is reported low.
 
     Dynamic confirmation
         Run the candidate where the reference module is absent.
@@ -52,6 +57,15 @@ class SubclassesReferenceModel(Rule):
                     ctx.report(k.node, f"{k.name} inherits from the reference model {b}" +
                                (" and defines no forward of its own" if no_forward else ""),
                                severity="high" if no_forward else "low", certain=no_forward)
+        forward_funcs = f.forward_funcs if f.forward is not None else []
         for mod, node in f.py.imported_modules:
             if mod.split(".")[0] in ("reference", "ref_code", "ref", "model_ref", "original"):
+                fn = f.py.func_at(node)
+                if fn is not None and fn.cls is None and fn.parent is None and fn.name in INPUT_SHIMS \
+                        and not any(fn is g for g in forward_funcs):
+                    # the candidate file's own get_inputs() handing back the reference's: a harness
+                    # shim that forward never reaches
+                    ctx.report(node, f"imports the reference module {mod} inside {fn.name}(), an input shim "
+                               "forward never calls", severity="low", confidence="low")
+                    continue
                 ctx.report(node, f"imports the reference module {mod}")

@@ -1,3 +1,4 @@
+from hackscan.facts.flow import PARAM
 from hackscan.rule import Rule
 from hackscan.parse.trees import ancestors, text, walk
 from hackscan.ruletools import inside, no_return_skips_work
@@ -125,11 +126,16 @@ class CudaGraphReplay(Rule):
         for r in replays:
             fn = r.func
             args = [p for p in fn.params if p != "self"]
+            # a copy of the argument itself or of a local made from it (`x_c = x.to(dtype)`)
             copies = [c for c in f.py.calls_in(fn) if c.method == "copy_" and c.args
-                      and c.args[0].type == "identifier" and text(c.args[0]) in args]
+                      and c.args[0].type == "identifier" and (text(c.args[0]) in args or any(
+                          o.kind == PARAM and o.name in args for o in f.flow.origins(fn, c.args[0])))]
             if any(inside(c.node, b) for c in copies for b in blocks):
                 return False
-            before = {text(c.args[0]) for c in copies if c.node.start_byte < r.node.start_byte}
+            before = set()
+            for c in copies:
+                if c.node.start_byte < r.node.start_byte:
+                    before |= {text(c.args[0])} | {o.name for o in f.flow.origins(fn, c.args[0]) if o.kind == PARAM}
             if not args or set(args) - before:
                 return False
         return True

@@ -92,6 +92,67 @@ def test_flow_follows_kernel_writes_and_helpers():
     assert CUSTOM in {o.kind for o in origins}
 
 
+def test_flow_resolves_what_a_callee_is_bound_to():
+    """A launcher bound with functools.partial on self, an extension reached through a getter and
+    an alias, a table of launchers: each call runs a custom kernel, and the buffers those kernels
+    write (through a local alias, in another method) derive from them."""
+    f = facts_of("""
+        import functools, torch, triton
+        import triton.language as tl
+        from torch.utils.cpp_extension import load_inline
+        @triton.jit
+        def k(x_ptr, y_ptr, n, B: tl.constexpr):
+            o = tl.arange(0, B)
+            tl.store(y_ptr + o, tl.load(x_ptr + o))
+        _mod = None
+        def _get():
+            global _mod
+            if _mod is None:
+                _mod = load_inline(name="m", cpp_sources="", cuda_sources="", functions=["run"])
+            return _mod
+        _run = _get().run
+        class ModelNew(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self._launch = functools.partial(k[(1,)], B=16)
+                self._table = {"a": self._launch}
+                self._out = torch.empty(16)
+            def _fill(self, x):
+                out = self._out
+                self._table["a"](x, out, 16)
+            def forward(self, x):
+                _run(x)
+                self._launch(x, self._out, 16)
+                self._fill(x)
+                return self._out
+    """)
+    fl = f.flow
+    kinds = {c.callee: fl.kind(c) for c in f.py.calls if c.func is not None and c.func.name in ("forward", "_fill")}
+    assert kinds["_run"] == CUSTOM and kinds["self._launch"] == CUSTOM and kinds['self._table[]'] == CUSTOM
+    (value, origins), = f.forward_returns
+    assert CUSTOM in {o.kind for o in origins}
+    assert "_out" in fl.kernel_written_attrs("ModelNew")
+
+
+def test_helper_parameters_are_inputs_only_where_callers_pass_tensor_values():
+    f = facts_of("""
+        import torch
+        class ModelNew(torch.nn.Module):
+            def _plan(self, rows, t):
+                self._rows = rows
+                self._t = t * 2
+            def forward(self, x):
+                B, N = x.shape
+                self._plan(B, x)
+                return x
+    """)
+    fl = f.flow
+    plan = f.py.classes["ModelNew"].methods["_plan"]
+    vals = {a.targets[0].text.decode(): a.value for a in f.py.assigns if a.func is plan}
+    assert fl.input_params(plan, vals["self._rows"], f.forward) == set()
+    assert fl.input_params(plan, vals["self._t"], f.forward) == {"x"}
+
+
 def test_flow_sees_torch_on_return_path():
     f = facts_of("""
         import torch

@@ -818,6 +818,39 @@ class PyFlow:
             stack.extend(c for c in n.named_children if c is not None)
         return out
 
+    def input_params(self, func: Func, node: ts.Node, forward: Func, depth: int = 0) -> set[str]:
+        """The parameters of `forward` whose tensor values flow into `node` in `func`: a parameter
+        of a helper is followed to the arguments its callers in this file pass for it (a size
+        unpacked from `x.shape`, a `device` argument, a dtype carry no tensor values and end the
+        trail); a helper nobody in the file calls counts its parameters as inputs."""
+        out: set[str] = set()
+        for o in self.origins(func, node):
+            if o.kind != PARAM:
+                continue
+            if func is forward:
+                out.add(o.name)
+                continue
+            if depth > 3:
+                out.add(o.name)
+                continue
+            sites = [c for c in self.py.calls if c.func is not None and self.local_target(c) is func]
+            if not sites:
+                out.add(o.name)
+                continue
+            params = [p for p in func.params if p != "self"]
+            for c in sites:
+                arg = c.kwarg(o.name)
+                if arg is None and o.name in params:
+                    i = params.index(o.name)
+                    spread = self._spread_args(c)
+                    if any(a.type == "list_splat" for a in spread[:i + 1]):
+                        out.add(o.name)
+                        continue
+                    arg = spread[i] if i < len(spread) else None
+                if arg is not None:
+                    out |= self.input_params(c.func, arg, forward, depth + 1)
+        return out
+
     def return_values(self, func: Func) -> list[ts.Node]:
         vals = []
         for r, fn in self.py.returns:

@@ -106,7 +106,10 @@ class StateWrittenInForward(Rule):
                 # state; compute over the module's own parameters and buffers alone (a weight
                 # repacked, folded or transposed once) is a preparation, not a result
                 live = any(o.kind == SELF_ATTR and o.name in written_here for o in origins)
-                derived = PARAM in kinds or live or (bool(kinds & {CUSTOM, HEAVY, COMPUTE}) and SELF_ATTR not in kinds)
+                # a helper's parameter is an input only where its callers pass one a tensor's
+                # values reach (a size from x.shape, a device or a dtype are not)
+                from_inputs = PARAM in kinds and (a.func is f.forward or bool(f.flow.input_params(a.func, a.value, f.forward)))
+                derived = from_inputs or live or (bool(kinds & {CUSTOM, HEAVY, COMPUTE}) and SELF_ATTR not in kinds)
                 if a.augmented and not key_ptr:
                     continue  # counters are call-counter's finding
                 if not (derived or key_ptr):

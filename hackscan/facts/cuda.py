@@ -6,6 +6,7 @@ threads), what each kernel stores to, static state and pybind11 bindings.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import tree_sitter as ts
@@ -290,4 +291,45 @@ def build(label: str, host_path: str, source: str, rows: list[int] | None, embed
         rows = list(range(source.count("\n") + 1))
     facts = CudaFacts(label, host_path, source, rows, tree, embedded)
     _Walker(facts).run()
+    _macro_launches(facts)
     return facts
+
+
+_MACRO_LAUNCH = re.compile(r"([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*<<<")
+
+
+def _macro_launches(f: CudaFacts) -> None:
+    """A host call of a function-like macro whose body launches a kernel
+    (`#define LAUNCH(V) k<V><<<g, b>>>(x.data_ptr<float>(), ...)`) is a launch at the call site:
+    its arguments are read from the macro body, parsed on their own (only their names are used)."""
+    bodies = {}
+    for m in f.macros:
+        if m.type != "preproc_function_def":
+            continue
+        name = m.child_by_field_name("name")
+        value = m.child_by_field_name("value")
+        if name is None or value is None:
+            continue
+        body = text(value).replace("\\\n", " ")
+        hit = _MACRO_LAUNCH.search(body)
+        if hit is None:
+            continue
+        mini = parse_cuda(f"void __hackscan_macro() {{ {body}; }}".encode("utf-8", "replace"))
+        launch = next((n for n in _walk_nodes(mini.root_node) if n.type == "call_expression" and any(
+            c.type == "kernel_call_syntax" for c in n.children)), None)
+        args = launch.child_by_field_name("arguments") if launch is not None else None
+        bodies[text(name)] = (hit.group(1), list(args.named_children) if args is not None else [])
+    if not bodies:
+        return
+    for c in list(f.calls):
+        if c.func is not None and c.func.kind == "host" and c.callee in bodies:
+            kernel, args = bodies[c.callee]
+            f.launches.append(Launch(c.node, kernel, [], args, c.func))
+
+
+def _walk_nodes(n: ts.Node):
+    stack = [n]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(x.children)

@@ -1,5 +1,28 @@
+import re
+
 from hackscan.rule import Rule
 from hackscan.parse.trees import text
+
+
+API_PREFIXES = ("cuda", "cublas", "cudnn", "cusparse", "curand", "cufft", "culaunch", "cugraph", "cumem", "__nv",
+                "atomic", "__shfl", "__ldg", "torch", "at_", "c10")
+
+
+def _defines_local_names(body: str) -> bool:
+    """Whether every pasted name the macro builds is a name it defines (followed by a parameter
+    list and a body), none of them spelled from an API prefix."""
+    body = body.replace("\\\n", " ")
+    pasted = [m for m in re.finditer(r"((?:\w+\s*##\s*)+\w+)", body)]
+    if not pasted:
+        return False
+    for m in pasted:
+        parts = [p.strip() for p in m.group(1).split("##")]
+        if any(p.lower().startswith(API_PREFIXES) for p in parts if p):
+            return False
+        after = body[m.end():].lstrip()
+        if not after.startswith("(") or "{" not in after:
+            return False
+    return True
 
 
 class StringBuiltApiName(Rule):
@@ -19,6 +42,9 @@ class StringBuiltApiName(Rule):
         mm = getattr(torch, "mat" + "mul")
 
     Legitimate look-alike
+        A macro that pastes tokens only into the names of the functions it defines
+        (`DEFINE(relu, 4)` making `relu_v4(...) { ... }`), none spelled from an API prefix, is
+        reported low.
         `getattr(self, name)` over the module's own attributes, and token pasting in
         well-known dispatch macros (`AT_DISPATCH_*` from PyTorch's headers) are not reported.
 
@@ -62,4 +88,10 @@ class StringBuiltApiName(Rule):
             for m in u.facts.macros:
                 body = text(m.child_by_field_name("value"))
                 if "##" in body and "AT_" not in text(m.child_by_field_name("name")):
-                    ctx.report(m, f"macro {text(m.child_by_field_name('name'))} pastes tokens into names", unit=u)
+                    name = text(m.child_by_field_name("name"))
+                    if _defines_local_names(body):
+                        # NAME##_f32(...) { ... }: instantiating the file's own functions per type
+                        ctx.report(m, f"macro {name} pastes tokens into the names of functions it defines",
+                                   unit=u, severity="low", confidence="low")
+                        continue
+                    ctx.report(m, f"macro {name} pastes tokens into names", unit=u)

@@ -53,8 +53,8 @@ SHAPEISH = (".shape", ".size(", ".numel(", "len(", ".dim(", ".ndim", ".stride(")
 
 def _scalar_operand(n: ts.Node) -> bool:
     """A literal or a size expression: arithmetic on these is index math, not compute."""
-    if n.type in ("integer", "float"):
-        return True
+    if n.type in ("integer", "float", "string", "concatenated_string", "true", "false", "none"):
+        return True   # strings are joined, not computed (compiler flags, names)
     if n.type == "parenthesized_expression" or n.type == "binary_operator" or n.type == "unary_operator":
         return all(_scalar_operand(c) for c in n.named_children if c.type not in ("comment",))
     t = text(n)
@@ -686,7 +686,22 @@ class PyFlow:
 
     def _triton_stored_params(self, k: Func) -> set[str]:
         out: set[str] = set()
-        defs = self.defs(k)
+        self._stored[k.qualname] = out   # a jit function calling itself back sees what is known so far
+        kernels = self.py.triton_kernels
+        for c in self.py.calls_in(k):
+            # a @triton.jit helper the kernel calls: what it stores through, the kernel stores through
+            g = kernels.get(c.callee) if c.node.child_by_field_name("function") is not None and \
+                c.node.child_by_field_name("function").type == "identifier" else None
+            if g is not None and g is not k:
+                inner = self.triton_stored_params(g)
+                params = list(g.params)
+                for i, a in enumerate(c.args):
+                    if i < len(params) and params[i] in inner:
+                        out |= {o.name for o in self.origins(k, a) if o.kind == PARAM}
+                for p in inner:
+                    v = c.kwarg(p)
+                    if v is not None:
+                        out |= {o.name for o in self.origins(k, v) if o.kind == PARAM}
         for c in self.py.calls_in(k):
             if c.method in ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
                             "atomic_and", "atomic_or", "atomic_xor") and c.args:

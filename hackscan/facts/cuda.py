@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import tree_sitter as ts
 
-from hackscan.parse.trees import captures, parse_cuda, text
+from hackscan.parse.trees import blank_comments, captures, parse_cuda, text
 
 
 @dataclass
@@ -107,6 +108,20 @@ class CudaFacts:
 
     def calls_in(self, fn: CFunc) -> list[CCall]:
         return [c for c in self.calls if c.func is fn]
+
+    @cached_property
+    def code_bytes(self) -> bytes:
+        """The unit's source with comments blanked (offsets and lines kept)."""
+        return blank_comments(self.source.encode("utf-8", "replace"), self.tree.root_node)
+
+    @cached_property
+    def code(self) -> str:
+        """The unit's source with comments blanked: what a rule searching text reads."""
+        return self.code_bytes.decode("utf-8", "replace")
+
+    def code_of(self, node: ts.Node) -> str:
+        """A node's text with its comments blanked."""
+        return self.code_bytes[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
 
 def _declarator_name(d: ts.Node | None) -> tuple[str, bool]:

@@ -7,11 +7,12 @@ as G`, `from torch import matmul as mm`, `mm = torch.matmul`), `getattr(torch, "
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import tree_sitter as ts
 
 from hackscan.parse.strings import const_str, fold, fold_list, Folded
-from hackscan.parse.trees import text
+from hackscan.parse.trees import blank_comments, text
 
 LOADERS = ("torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load")
 TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics",
@@ -126,6 +127,15 @@ class PyFacts:
     binops: list[tuple[ts.Node, Func | None]] = field(default_factory=list)
     extensions: list[Extension] = field(default_factory=list)
     triton_launches: list[tuple[str, Call]] = field(default_factory=list)
+
+    @cached_property
+    def code(self) -> bytes:
+        """The file with comments blanked (offsets and lines kept): what a rule searching the
+        text reads, since the audited party writes the comments."""
+        return blank_comments(self.source, self.tree.root_node)
+
+    def code_of(self, node: ts.Node) -> str:
+        return self.code[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
     # ---- queries -----------------------------------------------------------------
     def funcs_named(self, name: str) -> list[Func]:

@@ -86,7 +86,7 @@ class StringBuiltApiName(Rule):
                                (f" (resolves to {target}.{resolved})" if resolved else " that cannot be resolved"))
         for u in f.cuda:
             for m in u.facts.macros:
-                body = text(m.child_by_field_name("value"))
+                body = u.facts.code_of(m.child_by_field_name("value"))
                 if "##" in body and "AT_" not in text(m.child_by_field_name("name")):
                     name = text(m.child_by_field_name("name"))
                     if _defines_local_names(body):

@@ -47,7 +47,7 @@ class ApproximateMath(Rule):
         f = ctx.facts
         ref = f.reference
         ref_exact_gelu = ref is not None and any(o.lower() == "gelu" for o in ref.ops) and \
-            b"tanh" not in ref.py.source
+            b"tanh" not in ref.py.code
         if f.py is not None:
             for ext in f.py.extensions:
                 for flag in ext.flags:
@@ -60,7 +60,7 @@ class ApproximateMath(Rule):
                     if v is not None and "tanh" in text(v):
                         ctx.report(c.node, "tanh-approximate GELU where the reference uses the exact erf form",
                                    severity="medium")
-                lines = f.py.source.decode("utf-8", "replace").splitlines()
+                lines = f.py.code.decode("utf-8", "replace").splitlines()
                 for i, l in enumerate(lines):
                     if TANH_GELU.search(l) and not l.lstrip().startswith("#"):
                         node = node_at_row(f.py.tree.root_node, i)
@@ -69,7 +69,7 @@ class ApproximateMath(Rule):
                         ctx.report(node, "tanh-approximate GELU where the reference uses the exact erf form",
                                    severity="medium")
         for u in f.cuda:
-            src = u.facts.source
+            src = u.facts.code
             for rx, msg, sev in ((TANH_GELU, "tanh-approximate GELU where the reference uses the exact erf form", "medium"),
                                  (FAST_INTRINSICS, "fast-math intrinsic", "low")):
                 if rx is TANH_GELU and not ref_exact_gelu:

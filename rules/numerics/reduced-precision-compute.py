@@ -87,13 +87,13 @@ class ReducedPrecisionCompute(Rule):
                             break
         for u in f.cuda:
             seen = set()
-            for m in CPP_LOW.finditer(u.facts.source):
+            for m in CPP_LOW.finditer(u.facts.code):
                 if m.group(0).startswith(("wmma", "nvcuda")):
                     if contract <= 2:
                         continue
                 elif not below(m.group(0)):
                     continue
-                line = u.facts.source.count("\n", 0, m.start())
+                line = u.facts.code.count("\n", 0, m.start())
                 if line in seen:
                     continue
                 seen.add(line)

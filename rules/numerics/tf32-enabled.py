@@ -76,9 +76,9 @@ class Tf32Enabled(Rule):
                         ctx.report(c.node, f"{c.method}({kw}={text(v)}) computes fp32 products in TF32")
         for u in f.cuda:
             for ident in CPP_TF32:
-                if ident in u.facts.source and (ident in u.facts.identifiers or ident in {
+                if ident in u.facts.code and (ident in u.facts.identifiers or ident in {
                         c.callee.rsplit("::", 1)[-1].lstrip(".") for c in u.facts.calls}):
-                    idx = u.facts.source.find(ident)
-                    line = u.facts.source.count("\n", 0, idx)
+                    idx = u.facts.code.find(ident)
+                    line = u.facts.code.count("\n", 0, idx)
                     node = node_at_row(u.facts.tree.root_node, line)
                     ctx.report(node, f"{ident} selects TF32/reduced-precision tensor-core math", unit=u)

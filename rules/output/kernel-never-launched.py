@@ -63,7 +63,7 @@ class KernelNeverLaunched(Rule):
             for name, k in u.facts.kernels.items():
                 if name in launched or name in all_launched:
                     continue
-                mentions = sum(text(n).count(name) for v in f.cuda for n in [v.facts.tree.root_node])
+                mentions = sum(v.facts.code.count(name) for v in f.cuda)
                 if mentions > 1:
                     continue
                 ctx.report(k.node, f"CUDA kernel {name} is defined but never launched{tail}", unit=u, severity=sev)

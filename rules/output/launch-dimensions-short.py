@@ -54,8 +54,8 @@ class LaunchDimensionsShort(Rule):
                 k = uf.kernels.get(l.kernel)
                 if k is None or l.func is None or len(l.config) < 2:
                     continue
-                body = text(k.node)
-                host = text(l.func.node)
+                body = uf.code_of(k.node)
+                host = uf.code_of(l.func.node)
                 strides = " ".join(text(n) for n, fn in uf.loops if fn is k)
                 for which, cfg in (("blockIdx", l.config[0]), ("threadIdx", l.config[1])):
                     dims = _dims(cfg, host)

@@ -68,7 +68,7 @@ class PartialGridCoverage(Rule):
                 k = uf.kernels.get(l.kernel)
                 grid_defs = self._grid_text(uf, l, g)
                 stride_loop = k is not None and any(fn is k and "gridDim" in text(n) for n, fn in uf.loops)
-                vector = k is not None and self._vector_units(text(k.node), grid_defs)
+                vector = k is not None and self._vector_units(uf.code_of(k.node), grid_defs)
                 if HALVING.search(grid_defs) and "/" in grid_defs and not stride_loop and "sizeof" not in grid_defs \
                         and not vector:
                     ctx.report(l.config[0], f"grid `{grid_defs[:60]}` launches blocks for only part of the problem",
@@ -79,12 +79,12 @@ class PartialGridCoverage(Rule):
                                "is never launched", unit=u)
             for node, cond, fn in uf.ifs:
                 if fn is not None and fn.kind == "global" and HALVING.search(text(cond)) and \
-                        not self._vector_units(text(fn.node), text(cond), text(node)) and any(text(n) in {p.name for p in fn.params} for n in walk(cond) if n.type == "identifier"):
+                        not self._vector_units(uf.code_of(fn.node), text(cond), text(node)) and any(text(n) in {p.name for p in fn.params} for n in walk(cond) if n.type == "identifier"):
                     ctx.report(cond, f"kernel {fn.name} only works where `{text(cond)[:60]}`", unit=u, severity="high")
             for node, fn in uf.loops:
                 c = node.child_by_field_name("condition")
                 if fn is not None and fn.kind == "global" and c is not None and HALVING.search(text(c)) and \
-                        not self._vector_units(text(fn.node), text(c), text(node)) and any(text(n) in {p.name for p in fn.params} for n in walk(c) if n.type == "identifier"):
+                        not self._vector_units(uf.code_of(fn.node), text(c), text(node)) and any(text(n) in {p.name for p in fn.params} for n in walk(c) if n.type == "identifier"):
                     ctx.report(c, f"kernel {fn.name} loops only while `{text(c)[:60]}`", unit=u, severity="high")
         if f.py is not None:
             for name, call in f.py.triton_launches:

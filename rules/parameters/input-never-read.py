@@ -57,7 +57,7 @@ class InputNeverRead(Rule):
         if ref_fwd is not None and _has_varargs(ref_fwd.node):
             return
         body = fwd.node.child_by_field_name("body")
-        body_text = text(body) if body is not None else ""
+        body_text = f.py.code_of(body) if body is not None else ""   # comments are the author's, not reads
         # most inputs are plainly read: a text search settles them without a walk of the tree
         unsure = [(i, p) for i, p in enumerate(p for p in fwd.params if p != "self")
                   if not _plainly_read(body_text, p)]

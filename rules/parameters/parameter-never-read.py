@@ -50,7 +50,7 @@ class ParameterNeverRead(Rule):
         k = f.entry_class
         if k is None or f.forward is None:
             return
-        src = ctx.py.source
+        src = ctx.py.code
         if b"parameters()" in src or b"state_dict" in src or b"named_parameters" in src or b"getattr(self" in src:
             return
         init = k.methods.get("__init__")

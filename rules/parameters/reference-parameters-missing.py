@@ -80,7 +80,7 @@ class ReferenceParametersMissing(Rule):
                 norms.append(short)
         if not norms:
             return
-        src = ctx.py.source.decode("utf-8", "replace")
+        src = ctx.py.code.decode("utf-8", "replace")
         if any(t in src for t in TAKES):
             return
         if any(c.resolved and c.callee.startswith(HOLDS) for c in f.py.calls):

@@ -114,13 +114,13 @@ def _guards_a_capture(facts, c) -> bool:
         body = b.node.child_by_field_name("consequence") or b.node.child_by_field_name("body")
         if body is None:
             continue
-        src = text(body)
+        src = py.code_of(body)   # comments never count as a capture
         if any(k in src for k in CAPTURES):
             return True
         for d in py.calls:
             if body.start_byte <= d.node.start_byte and d.node.end_byte <= body.end_byte and facts.forward is not None:
                 t = facts.flow.local_target(d)
-                if t is not None and any(k in text(t.node) for k in CAPTURES):
+                if t is not None and any(k in py.code_of(t.node) for k in CAPTURES):
                     return True
     return False
 

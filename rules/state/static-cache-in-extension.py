@@ -25,7 +25,7 @@ def _returns_on_hit(facts, name: str) -> bool:
         if not word.search(text(cond)):
             continue
         body = node.child_by_field_name("consequence")
-        src = text(body) if body is not None else ""
+        src = facts.code_of(body) if body is not None else ""
         r = src.find("return")
         if r >= 0 and not LAUNCH.search(src[:r]):
             return True

@@ -80,6 +80,6 @@ class CheckerFunctionPatched(Rule):
             if a.func is None:
                 for t in a.targets:
                     if t.type == "identifier" and text(t) in ("get_inputs", "get_init_inputs") and \
-                            b"class ModelNew" in py.source:
+                            b"class ModelNew" in py.code:
                         ctx.report(a.node, f"the candidate defines {text(t)}, shadowing the reference's input generator",
                                    severity="medium", certain=False)

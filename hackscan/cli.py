@@ -117,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--task-timeout", type=float, default=None,
                    help="Ray: seconds before a batch's task is cancelled (its rows become errors)")
     k.add_argument("--no-progress", action="store_true")
+    r = sub.add_parser("report", help="the re-evaluation table over measured results: claimed against fair speedup, "
+                                      "memory, by level and source")
+    r.add_argument("results", nargs="+", help="audit --format json documents, JSONL of submissions, KernelBench "
+                                              "eval_results.json, or folders holding them")
+    r.add_argument("--format", choices=("text", "json", "html"), default="text")
+    r.add_argument("--out", "-o", default=None, help="write here instead of standard output")
+    r.add_argument("--group-by", default="level,source", help="comma-separated: level, source (empty: none)")
     d = sub.add_parser("docs", help="write docs/rules/<id>.md from the rule docstrings")
     d.add_argument("out", nargs="?", default="docs/rules")
     return p
@@ -146,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_corpus_stats(args)
         if args.command == "docs":
             return cmd_docs(args)
+        if args.command == "report":
+            return cmd_report(args)
         parser.print_help()
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -520,6 +529,33 @@ def cmd_corpus_stats(args) -> int:
     stats = corpus_stats(root)
     print(json.dumps(stats, indent=2) if args.format == "json" else render_stats(stats), end="")
     return EXIT_CLEAN if not stats["problems"] else EXIT_FINDINGS
+
+
+def cmd_report(args) -> int:
+    from hackscan.report import aggregate as agg
+
+    groups = tuple(g.strip() for g in args.group_by.split(",") if g.strip())
+    bad = [g for g in groups if g not in ("level", "source")]
+    if bad:
+        return _err(f"--group-by: unknown {', '.join(bad)} (level, source)")
+    try:
+        rows, notes = agg.load(args.results)
+    except agg.ReportError as e:
+        return _err(str(e))
+    if not rows:
+        return _err("no results in " + ", ".join(args.results))
+    table = agg.aggregate(rows, groups)
+    if args.format == "json":
+        text = json.dumps({"table": table, "kernels": [r.__dict__ for r in rows], "notes": notes}, indent=1) + "\n"
+    elif args.format == "html":
+        text = agg.render_html(table, rows, notes)
+    else:
+        text = agg.render_text(table, notes)
+    if args.out:
+        Path(args.out).write_text(text, "utf-8")
+    else:
+        sys.stdout.write(text)
+    return EXIT_CLEAN
 
 
 if __name__ == "__main__":  # pragma: no cover

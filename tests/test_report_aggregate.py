@@ -1,0 +1,92 @@
+"""`hackscan report`: the re-evaluation table computed from measured results as users hold them."""
+from __future__ import annotations
+
+import json
+import math
+
+from hackscan.report.aggregate import aggregate, load
+
+
+def _sub(ident, verdict, fair, claimed, mem=None, compiled=None, flags=(), counted=True):
+    m = {"status": "measured", "speedup": {"fair": fair, "naive": claimed, "vs_strict": claimed,
+                                           "vs_compiled": compiled},
+         "flags": [{"flag": f, "detail": ""} for f in flags], "counted": counted}
+    if mem is not None:
+        m["memory"] = {"ratio": mem}
+    return {"id": ident, "path": f"{ident}.py", "verdict": verdict, "measure": m}
+
+
+SUBS = [_sub("lb-l1p1-a", "clean", 2.0, 3.0, mem=1.2, compiled=1.5),
+        _sub("lb-l1p2-b", "clean", 0.5, 1.6, mem=0.8, compiled=0.4),
+        _sub("kbc-x-c", "clean", 1.0, 1.0, compiled=0.9),
+        _sub("lb-l2p3-d", "hacked", 4.0, 40.0, mem=2.0, flags=("repeat-only-speed",), counted=False)]
+
+
+def _gm(xs):
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
+def test_the_table_from_an_audit_document(tmp_path, cli):
+    doc = tmp_path / "audit.json"
+    doc.write_text(json.dumps({"submissions": SUBS}))
+    r = cli("report", str(doc), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    t = json.loads(r.stdout)["table"]
+    fair = [s["measure"]["speedup"]["fair"] for s in SUBS]
+    assert math.isclose(t["all"]["geomean_fair"], _gm(fair))
+    assert math.isclose(t["all"]["geomean_claimed_of_measured"], _gm([s["measure"]["speedup"]["naive"] for s in SUBS]))
+    assert t["all"]["share_faster_than_tf32"] == sum(f > 1 for f in fair) / len(fair)
+    mem = [s["measure"]["memory"]["ratio"] for s in SUBS if "memory" in s["measure"]]
+    assert math.isclose(t["all"]["share_more_memory"], sum(m > 1 for m in mem) / len(mem))
+    # the hacked kernel's 4x is counted apart from the clean ones
+    assert math.isclose(t["clean"]["geomean_fair"], _gm(fair[:3]))
+    assert t["not_clean"]["measured"] == 1 and t["not_clean"]["share_flagged"] == 1.0
+    assert set(t["groups"]["level"]) == {"1", "2", "?"} and t["groups"]["level"]["1"]["measured"] == 2
+    assert set(t["groups"]["source"]) == {"lb", "kbc"}
+    text = cli("report", str(doc)).stdout
+    assert "all kernels" in text and f"{_gm(fair):.2f}x" in text
+
+
+def test_jsonl_lines_that_are_not_submissions_are_noted_and_the_rest_counted(tmp_path):
+    f = tmp_path / "run.jsonl"
+    f.write_text("\n".join([json.dumps(SUBS[0]), "{not json", json.dumps({"x": 1}), json.dumps(SUBS[1])]) + "\n")
+    rows, notes = load([f])
+    assert [r.id for r in rows] == ["lb-l1p1-a", "lb-l1p2-b"]
+    assert len(notes) == 2 and "not JSON" in notes[0]
+
+
+def test_kernelbench_eval_results_give_the_claim_of_correct_samples(tmp_path):
+    run = tmp_path / "runs" / "level2_run"
+    run.mkdir(parents=True)
+    (run / "eval_results.json").write_text(json.dumps({
+        "1": [{"sample_id": 0, "compiled": True, "correctness": True, "runtime": 1.0, "ref_runtime": 2.0}],
+        "2": {"0": {"compiled": True, "correctness": True, "runtime": 4.0, "ref_runtime": 2.0}},
+        "3": [{"sample_id": 0, "compiled": True, "correctness": False, "runtime": 0.1, "ref_runtime": 2.0}]}))
+    rows, _ = load([run])
+    t = aggregate(rows)
+    assert t["all"]["kernels"] == 3 and t["all"]["with_claim"] == 2 and t["all"]["measured"] == 0
+    assert math.isclose(t["all"]["geomean_claimed"], _gm([2.0, 0.5]))
+    assert set(t["groups"]["level"]) == {"2"}
+
+
+def test_html_has_the_plots_and_escapes_what_it_quotes(tmp_path, cli):
+    subs = SUBS + [_sub("<script>alert(1)</script>", "clean", 1.5, 2.0, mem=3.0)]
+    doc = tmp_path / "audit.json"
+    doc.write_text(json.dumps({"submissions": subs}))
+    out = tmp_path / "r.html"
+    r = cli("report", str(doc), "--format", "html", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    html = out.read_text()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert 'aria-label="claimed against fair speedup"' in html and 'aria-label="peak memory ratio histogram"' in html
+
+
+def test_unreadable_input_is_a_clear_error(tmp_path, cli):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"hello": 1}')
+    r = cli("report", str(bad))
+    assert r.returncode == 2 and "neither an audit document" in r.stderr
+    r = cli("report", str(tmp_path / "missing.json"))
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = cli("report", str(bad), "--group-by", "model")
+    assert r.returncode == 2 and "--group-by" in r.stderr

@@ -9,5 +9,6 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from hackscan.api import audit, audit_many, scan, scan_paths  # noqa: E402
+from hackscan.session import Session  # noqa: E402
 
-__all__ = ["audit", "audit_many", "scan", "scan_paths", "__version__"]
+__all__ = ["Session", "audit", "audit_many", "scan", "scan_paths", "__version__"]

@@ -188,39 +188,15 @@ def audit_many(pairs: Iterable[tuple[str | Path, str | Path | None]], *, dynamic
                seed: int | None = None, cuda_ghost: str = "suspects", measure: bool | str = False,
                measure_budget_s: float = 10.0, jobs: int = 1) -> Iterator[SubmissionResult]:
     """`audit` over (candidate, reference) pairs (paths or source text), yielding results in input
-    order. One session serves them all: each problem's reference runs once, `jobs` candidates are
-    audited at a time, and measurement (if asked) runs one candidate at a time after the audits."""
-    import tempfile
+    order. One `hackscan.Session` serves them all: each problem's reference runs once, `jobs`
+    candidates are audited at a time, and measurement (if asked) runs one candidate at a time
+    after the audits."""
+    from hackscan.session import Session
 
-    mode = {True: "survivors", False: "off"}.get(measure, measure)
-    if mode not in ("off", "survivors", "all"):
-        raise ValueError(f"measure must be True, False, 'survivors' or 'all', not {measure!r}")
-    with tempfile.TemporaryDirectory(prefix="hackscan-api-") as tmp:
-        opts = Options(policy=policy, entry=entry)
-        triples = []
-        refs: dict[str, Path] = {}
-        for i, (cand, ref) in enumerate(pairs):
-            cand_path = _as_file(cand, Path(tmp) / f"candidate_{i}.py")
-            ref_path = None
-            if ref is not None:
-                if _is_path(ref):
-                    ref_path = Path(ref)
-                else:  # the same reference text is one problem: one file, one reference run
-                    ref_path = refs.setdefault(str(ref), _as_file(ref, Path(tmp) / f"reference_{len(refs)}.py"))
-            item = Item(cand_path, ref_path, str(cand) if _is_path(cand) else f"<candidate {i}>")
-            triples.append((scan_item(item, opts), cand_path, ref_path))
-        if dynamic == "off" and mode == "off":
-            yield from (t[0] for t in triples)
-            return
-        from hackscan.dynamic.audit import DynamicOptions, DynamicSession
-
-        session = DynamicSession(DynamicOptions(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed,
-                                                policy=policy, cuda_ghost=cuda_ghost, measure=mode,
-                                                measure_budget_s=measure_budget_s))
-        try:
-            yield from session.audit_many(triples, jobs)
-        finally:
-            session.close()
+    with Session(dynamic=dynamic, device=device, policy=policy, entry=entry, timeout_s=timeout_s, seed=seed,
+                 cuda_ghost=cuda_ghost, measure=measure, measure_budget_s=measure_budget_s,
+                 max_concurrent=max(1, jobs)) as s:
+        yield from s.audit_many(pairs, jobs)
 
 
 def _is_path(x) -> bool:

@@ -227,6 +227,7 @@ class DynamicSession:
         self._promised: dict[int, int] = {}   # disk bytes promised to running workers
         self._promise_ids = itertools.count()
         self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
+        self.reference_runs = 0         # how many times a reference was run (not reused)
 
     def close(self) -> None:
         shutil.rmtree(self.work, ignore_errors=True)
@@ -247,6 +248,7 @@ class DynamicSession:
             if key not in self._refs:
                 self._evict_references()
                 self._refs[key] = self._run_reference(ref_path, key, entry_init_seed)
+                self.reference_runs += 1
             with self._lock:
                 self._ref_users[key] = self._ref_users.get(key, 0) + 1
                 self._ref_last[key] = time.monotonic()

@@ -24,12 +24,16 @@ your own correctness check).
 
 Other `extra_info` keys: `device` ("cuda" when available), `dynamic` ("all"), `policy`
 ("kernelbench"), `timeout_s` (180), `return_dict` (True: a dict with `score` and the details,
-which verl's reward managers accept; False: the float alone).
+which verl's reward managers accept; False: the float alone), `session` (a `hackscan.Session`
+to audit in; by default one per process and set of options, kept across calls, so a new
+candidate of a problem already scored does not run its reference again).
 """
 from __future__ import annotations
 
+import atexit
 import math
 import re
+import threading
 
 DEFAULT_SCORES = {"no_code": -1.0, "hacked": -1.0, "violation": -0.5, "error": 0.0, "incorrect": 0.0,
                   "suspect": 0.5, "clean": 1.0}
@@ -49,6 +53,24 @@ def extract_code(solution_str: str) -> str | None:
     if "class ModelNew" in (solution_str or ""):
         return solution_str
     return None
+
+
+_SESSIONS: dict = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def shared_session(**options):
+    """The process's `hackscan.Session` for these options, made on first use and closed at exit:
+    reward calls for new candidates of a problem already seen reuse its reference run."""
+    from hackscan.session import Session
+
+    key = tuple(sorted(options.items()))
+    with _SESSIONS_LOCK:
+        s = _SESSIONS.get(key)
+        if s is None:
+            s = _SESSIONS[key] = Session(**options)
+            atexit.register(s.close)
+        return s
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
@@ -76,8 +98,14 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
             device = "cpu"
     dynamic = info.get("dynamic", "all")
     measure = bool(info.get("measure")) and dynamic != "off"
-    res = audit(code, ground_truth, dynamic=dynamic, device=device, policy=info.get("policy", "kernelbench"),
-                timeout_s=info.get("timeout_s", 180.0), measure="survivors" if measure else False)
+    session = info.get("session")
+    if session is None and dynamic == "off" and not measure:
+        res = audit(code, ground_truth, dynamic="off", policy=info.get("policy", "kernelbench"))
+    else:
+        session = session or shared_session(dynamic=dynamic, device=device, policy=info.get("policy", "kernelbench"),
+                                             timeout_s=info.get("timeout_s", 180.0),
+                                             measure="survivors" if measure else False)
+        res = session.audit(code, ground_truth)
     detail = {"verdict": res.verdict, "hack_types": list(res.hack_types), "reasons": list(res.reasons)[:10]}
     if res.verdict == "hacked":
         return done("hacked", scores["hacked"], **detail)

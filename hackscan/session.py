@@ -1,0 +1,195 @@
+"""`hackscan.Session`: one auditing session kept across calls, for reward functions and evaluators
+that see many candidates of the same problems.
+
+A one-shot `hackscan.audit` starts a session, runs the problem's reference, audits, and throws
+both away. A `Session` keeps them: the secret seed, each problem's reference run (outputs, hidden
+sets; keyed by the reference's text, evicted least-recently-used past a dozen problems) and the
+measurer. A reward call for a new candidate of a problem already seen costs only the candidate's
+own workers. Several threads may call `audit` at once; at most `max_concurrent` audits run at a
+time (the others wait), so a batch never oversubscribes the machine. Candidates never see the
+seed or the reference's outputs: they run in their own workers, as in every audit."""
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from hackscan.engine import Options
+from hackscan.findings import SubmissionResult
+from hackscan.inputs.discover import Item
+
+
+class Session:
+    def __init__(self, *, dynamic: str = "auto", device: str = "cpu", policy: str = "kernelbench",
+                 entry: str = "ModelNew", timeout_s: float = 180.0, seed: int | None = None,
+                 cuda_ghost: str = "suspects", measure: bool | str = False, measure_budget_s: float = 10.0,
+                 max_concurrent: int | None = None):
+        mode = {True: "survivors", False: "off"}.get(measure, measure)
+        if mode not in ("off", "survivors", "all"):
+            raise ValueError(f"measure must be True, False, 'survivors' or 'all', not {measure!r}")
+        if dynamic not in ("off", "auto", "all"):
+            raise ValueError(f"dynamic must be 'off', 'auto' or 'all', not {dynamic!r}")
+        self.dynamic, self.device, self.policy, self.entry = dynamic, device, policy, entry
+        self.measure_mode = mode
+        self._dyn_args = dict(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed, policy=policy,
+                              cuda_ghost=cuda_ghost, measure=mode, measure_budget_s=measure_budget_s)
+        if max_concurrent is None:
+            import os
+
+            max_concurrent = 1 if device == "cuda" else max(1, (os.cpu_count() or 2) // 2)
+        self.max_concurrent = max_concurrent
+        self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._measure_lock = threading.Lock()   # a timing needs the device to itself
+        self._lock = threading.Lock()
+        self._tmp = Path(tempfile.mkdtemp(prefix="hackscan-session-"))
+        self._refs: dict[str, Path] = {}
+        self._ids = itertools.count()
+        self._dyn = None
+        self._closed = False
+
+    # ---- lifecycle ------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._dyn is not None:
+                self._dyn.close()
+                self._dyn = None
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def reference_runs(self) -> int:
+        """How many reference runs this session has made (a problem seen again reuses its run)."""
+        return self._dyn.reference_runs if self._dyn is not None else 0
+
+    def _dynamic(self):
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this hackscan.Session is closed")
+            if self._dyn is None:
+                from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+                self._dyn = DynamicSession(DynamicOptions(**self._dyn_args))
+            return self._dyn
+
+    def _files(self, candidate, reference, text_label: str = "<candidate>") -> tuple[Path, Path | None, str]:
+        from hackscan.api import _is_path
+
+        n = next(self._ids)
+        if _is_path(candidate):
+            cand, label = Path(candidate), str(candidate)
+        else:
+            cand, label = self._tmp / f"candidate_{n}.py", text_label
+            cand.write_text(str(candidate))
+        ref = None
+        if reference is not None:
+            if _is_path(reference):
+                ref = Path(reference)
+            else:   # one file per reference text: the same problem is one reference run
+                with self._lock:
+                    ref = self._refs.get(str(reference))
+                    if ref is None:
+                        ref = self._tmp / f"reference_{len(self._refs)}.py"
+                        ref.write_text(str(reference))
+                        self._refs[str(reference)] = ref
+        return cand, ref, label
+
+    # ---- auditing ------------------------------------------------------------------
+    def _gpu_slot(self, dyn):
+        """Where several GPUs are visible, each concurrent audit's workers see one of them."""
+        if len(dyn.gpus) <= 1:
+            return None
+        with self._lock:
+            if not hasattr(self, "_gpu_q"):
+                import queue
+
+                self._gpu_q = queue.Queue()
+                for k in range(self.max_concurrent):
+                    self._gpu_q.put(dyn.gpus[k % len(dyn.gpus)])
+        return self._gpu_q
+
+    def audit(self, candidate: str | Path, reference: str | Path | None = None) -> SubmissionResult:
+        """Static audit, then (as the session was made) dynamic confirmation and measurement.
+        `candidate` and `reference` are paths or source text; safe to call from several threads."""
+        from hackscan.api import scan_item
+
+        if self._closed:
+            raise RuntimeError("this hackscan.Session is closed")
+        cand, ref, label = self._files(candidate, reference)
+        temp = cand.parent == self._tmp
+        try:
+            result = scan_item(Item(cand, ref, label), Options(policy=self.policy, entry=self.entry))
+            if self.dynamic == "off" and self.measure_mode == "off":
+                return result
+            dyn = self._dynamic()
+            if self.dynamic != "off":
+                with self._slots:
+                    q = self._gpu_slot(dyn)
+                    gpu = q.get() if q is not None else None
+                    dyn._slot.gpu = gpu
+                    try:
+                        result = dyn.audit(result, cand, ref)
+                    finally:
+                        dyn._slot.gpu = None
+                        if q is not None:
+                            q.put(gpu)
+            if self.measure_mode != "off":
+                result = self._measure(dyn, result, cand, ref)
+            return result
+        finally:
+            if temp:
+                cand.unlink(missing_ok=True)
+
+    def _measure(self, dyn, result, cand, ref):
+        # a timing needs the device to itself: no audit of this session runs beside it
+        with self._measure_lock:
+            for _ in range(self.max_concurrent):
+                self._slots.acquire()
+            try:
+                return dyn.measure(result, cand, ref)
+            finally:
+                for _ in range(self.max_concurrent):
+                    self._slots.release()
+
+    def audit_many(self, pairs: Iterable[tuple[str | Path, str | Path | None]], jobs: int | None = None
+                   ) -> Iterator[SubmissionResult]:
+        """`audit` over (candidate, reference) pairs, `jobs` at a time (at most the session's
+        bound), yielding results in input order; with measurement, every audit first and then one
+        timing at a time."""
+        from hackscan.api import scan_item
+
+        if self._closed:
+            raise RuntimeError("this hackscan.Session is closed")
+        jobs = max(1, min(jobs or self.max_concurrent, self.max_concurrent))
+        triples, temps = [], []
+        for i, (cand_src, ref_src) in enumerate(pairs):
+            cand, ref, label = self._files(cand_src, ref_src, f"<candidate {i}>")
+            if cand.parent == self._tmp:
+                temps.append(cand)
+            triples.append((scan_item(Item(cand, ref, label), Options(policy=self.policy, entry=self.entry)),
+                            cand, ref))
+        try:
+            if self.dynamic == "off" and self.measure_mode == "off":
+                yield from (t[0] for t in triples)
+                return
+            dyn = self._dynamic()
+            taken = 0
+            try:
+                for _ in range(jobs):   # this batch holds `jobs` of the session's slots
+                    self._slots.acquire()
+                    taken += 1
+                yield from dyn.audit_many(triples, jobs)
+            finally:
+                for _ in range(taken):
+                    self._slots.release()
+        finally:
+            for t in temps:
+                t.unlink(missing_ok=True)

@@ -5,8 +5,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from pathlib import Path
+
 import hackscan
-from tests.conftest import CORPUS, PROBLEMS
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "corpus" / "synthetic"
+PROBLEMS = ROOT / "corpus" / "problems"
 
 LEGIT = (CORPUS / "legit" / "triton_relu.py").read_text()
 REF = (PROBLEMS / "relu.py").read_text()

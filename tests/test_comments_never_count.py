@@ -1,4 +1,5 @@
-"""The audited party writes the comments: no comment may add, remove or change a finding.
+"""The audited party writes the comments: no comment (nor a string standing alone as prose) may
+add, remove or change a finding.
 
 Every corpus file is audited twice, as written and with comments full of the words rules look
 for (fast-math intrinsics, half types, the GELU constant, `state_dict`, graph capture, launch
@@ -29,7 +30,8 @@ CPP_BAIT = ("// __half __expf __float2half __hadd 0.7978845f tanhf <<<1, 1>>> cu
 def _baited(src: str) -> str:
     names = sorted(set(re.findall(r"(?:def|__global__ void)\s+(\w+)", src)))
     tail = " ".join(names)
-    out = PY_BAIT + " " + tail + "\n" + src
+    doc = '"""' + PY_BAIT.lstrip("# ") + " " + tail + '"""\n'
+    out = PY_BAIT + " " + tail + "\n" + doc + src
     # a C++ comment line inside every embedded CUDA/C++ source, after its first include
     out = re.sub(r"(#include <torch/extension\.h>)", lambda m: m.group(1) + "\n" + CPP_BAIT + " " + tail, out)
     return out

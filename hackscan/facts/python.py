@@ -130,9 +130,9 @@ class PyFacts:
 
     @cached_property
     def code(self) -> bytes:
-        """The file with comments blanked (offsets and lines kept): what a rule searching the
-        text reads, since the audited party writes the comments."""
-        return blank_comments(self.source, self.tree.root_node)
+        """The file with comments and docstrings blanked (offsets and lines kept): what a rule
+        searching the text reads, since the audited party writes them."""
+        return blank_comments(self.source, self.tree.root_node, docstrings=True)
 
     def code_of(self, node: ts.Node) -> str:
         return self.code[node.start_byte:node.end_byte].decode("utf-8", "replace")

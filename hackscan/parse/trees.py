@@ -103,15 +103,17 @@ def node_at_row(root, row: int):
         n = nxt
 
 
-def blank_comments(source: bytes, root: ts.Node) -> bytes:
+def blank_comments(source: bytes, root: ts.Node, docstrings: bool = False) -> bytes:
     """The source with every comment's bytes turned to spaces (newlines kept, so byte offsets
     and line numbers stay those of the source): what rules that search text must read, since
-    the audited party writes the comments."""
+    the audited party writes the comments. With `docstrings`, a string standing alone as a
+    statement (a Python docstring, prose that does nothing) is blanked too."""
     buf = bytearray(source)
     stack = [root]
     while stack:
         n = stack.pop()
-        if n.type == "comment":
+        if n.type == "comment" or docstrings and n.type == "expression_statement" and n.named_child_count == 1 \
+                and n.named_children[0].type in ("string", "concatenated_string"):
             for i in range(n.start_byte, min(n.end_byte, len(buf))):
                 if buf[i] not in (10, 13):
                     buf[i] = 32

@@ -27,8 +27,10 @@ BATCH = [("kernelbench", "I will not write that.", REF),
 
 
 def _as_verl_manager_would(results: list) -> dict:
-    """What verl's reward managers do with the dicts: read `reward` (older managers) or `score`
-    (newer), append every key's value per response, and make an array of each key's list."""
+    """What verl's reward managers do with the dicts (reproduced, not imported: verl 0.9.1 needs
+    transformers, ray, peft, wandb and more, too much for the test extras): NaiveRewardManager reads
+    `score["score"]` (releases before 0.4 read `reward`), appends every key's value per response
+    to `reward_extra_info`, and the trainer stores `np.array(v)` per key beside the batch."""
     extra = defaultdict(list)
     for r in results:
         assert isinstance(r, dict) and "reward" in r and "score" in r
@@ -43,7 +45,10 @@ def _as_verl_manager_would(results: list) -> dict:
 
 
 def test_every_outcome_has_the_same_scalar_keys_and_stacks_as_verl_stacks_them():
-    results = [compute_score(ds, s, gt, {"dynamic": "off"}) for ds, s, gt in BATCH]
+    # the extra_info keys NaiveRewardManager adds to every call
+    results = [compute_score(data_source=ds, solution_str=s, ground_truth=gt,
+                             extra_info={"dynamic": "off", "num_turns": None, "rollout_reward_scores": {}})
+               for ds, s, gt in BATCH]
     assert [set(r) for r in results] == [set(RESULT_KEYS)] * len(results)
     arrays = _as_verl_manager_would(results)
     assert list(arrays["outcome"][:2]) == ["no_code", "unchecked"]

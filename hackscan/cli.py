@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_NOTHING = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141   # 128 + SIGINT, 128 + SIGPIPE, as shells report them
 SEVERITY_CHOICES = ("info", "low", "medium", "high", "critical")
 
 
@@ -74,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="candidates audited at a time (default: one per GPU on CUDA, each audit's workers "
                         "pinned to its GPU; --jobs on the CPU); with --backend ray, per Ray task")
     a.add_argument("--backend", choices=("local", "ray"), default=None,
-                   help="local process pool (default) or Ray tasks (pip install 'hackscan[ray]'): static "
+                   help="local process pool (default) or Ray tasks (pip install 'hackscan-gpu[ray]'): static "
                         "batches on CPUs, dynamic audits one GPU per task in a fresh worker process")
     a.add_argument("--ray-address", default=None,
                    help="Ray cluster to join ('auto', 'ray://host:10001'); default: start a local instance")
@@ -112,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "plots claimed against fair speedup and memory ratios")
     k.add_argument("--jobs", "-j", type=int, default=1, help="processes (or Ray tasks in flight)")
     k.add_argument("--backend", choices=("local", "ray"), default="local",
-                   help="local process pool (default) or Ray tasks (pip install 'hackscan[ray]')")
+                   help="local process pool (default) or Ray tasks (pip install 'hackscan-gpu[ray]')")
     k.add_argument("--ray-address", default=None, help="Ray cluster to join; default: a local instance")
     k.add_argument("--task-timeout", type=float, default=None,
                    help="Ray: seconds before a batch's task is cancelled (its rows become errors)")
@@ -159,9 +160,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("hackscan: interrupted", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
-        return EXIT_ERROR
+        # the reader went away (`hackscan audit | head`): stop quietly; later writes and the
+        # interpreter's final flush go nowhere instead of raising again
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return EXIT_BROKEN_PIPE
 
 
 def _err(msg: str) -> int:
@@ -304,7 +312,7 @@ def cmd_audit(args) -> int:
         except ImportError:
             if args.dynamic:
                 return _err(f"--dynamic {dynamic} needs PyTorch in the auditor's environment "
-                            "(pip install 'hackscan[dynamic]'); use --dynamic off for the static pass")
+                            "(pip install 'hackscan-gpu[dynamic]'); use --dynamic off for the static pass")
             dynamic = "off"  # auto without torch: static only, said in the report
     fmt = args.format or cfg.get("format", "text")
     if fmt not in ("text", "json", "jsonl", "sarif", "html"):
@@ -373,7 +381,7 @@ def cmd_audit(args) -> int:
             try:
                 import torch  # noqa: F401
             except ImportError:
-                return _err("--measure needs PyTorch in the auditor's environment (pip install 'hackscan[dynamic]')")
+                return _err("--measure needs PyTorch in the auditor's environment (pip install 'hackscan-gpu[dynamic]')")
         if dynamic != "off" or measure != "off":
             from hackscan.dynamic.audit import DynamicOptions, DynamicSession
 

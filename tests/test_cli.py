@@ -210,3 +210,40 @@ def test_corpus_stats_command():
     stats = json.loads(r.stdout)
     assert r.returncode == 0 and not stats["problems"]
     assert stats["hack_types_covered"] >= 24
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """`hackscan rules | head -1` once head has gone: the write meets a pipe with no reader (its
+    read end closed before the command starts, so the test does not race the command). No
+    traceback, the shell's SIGPIPE status."""
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)
+    p = subprocess.Popen([sys.executable, "-m", "hackscan", "rules"], stdout=w, stderr=subprocess.PIPE)
+    os.close(w)
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert rc == 141, rc
+
+
+def test_ctrl_c_exits_130(monkeypatch, capsys):
+    from hackscan import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_rules", interrupted)
+    assert cli.main(["rules"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_python_dash_m_hackscan_is_the_command():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "hackscan", "--version"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("hackscan "), r.stderr

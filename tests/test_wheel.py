@@ -16,12 +16,13 @@ def test_wheel_installs_and_lists_rules(tmp_path):
     dist = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(ROOT)],
                    check=True, capture_output=True, timeout=600)
-    wheel = next(dist.glob("hackscan-*.whl"))
+    # the distribution is hackscan-gpu (`hackscan` on PyPI is another project); the import stays hackscan
+    wheel = next(dist.glob("hackscan_gpu-*.whl"))
     import zipfile
 
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("hackscan/dynamic/worker.py", "hackscan/dynamic/probes/kernel_attribution.py",
-                   "hackscan/measure/stats.py"):
+                   "hackscan/measure/stats.py", "hackscan/py.typed", "hackscan/__main__.py"):
         assert needed in names, f"{needed} is not in the wheel"
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
@@ -30,6 +31,8 @@ def test_wheel_installs_and_lists_rules(tmp_path):
     exe = env_dir / "bin" / "hackscan"
     out = subprocess.run([str(exe), "rules"], check=True, capture_output=True, text=True, cwd=tmp_path).stdout
     assert out.strip().splitlines()[-1].split()[0].isdigit() and int(out.strip().splitlines()[-1].split()[0]) >= 30
+    by_module = subprocess.run([str(py), "-m", "hackscan", "--version"], capture_output=True, text=True, cwd=tmp_path)
+    assert by_module.returncode == 0 and by_module.stdout.startswith("hackscan "), by_module.stderr
     demo = subprocess.run([str(exe), "audit", "--format", "json"], capture_output=True, text=True, cwd=tmp_path)
     assert demo.returncode == 1, demo.stderr
     import json

@@ -1,0 +1,6 @@
+"""`python -m hackscan ...` is the `hackscan` command."""
+import sys
+
+from hackscan.cli import main
+
+sys.exit(main())

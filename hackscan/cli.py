@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--max-bytes", type=int, default=None, help="skip files larger than this (default 1000000)")
     a.add_argument("--config", help="configuration file (default: hackscan.toml or [tool.hackscan] in pyproject.toml)")
     a.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    a.add_argument("--kernels-only", action="store_true",
+                   help="skip Python files with no entry class, no Triton kernel and no extension (the pre-commit "
+                        "hook: ordinary modules pass)")
     a.add_argument("--quiet", "-q", action="store_true", help="text format: only submissions that are not clean")
     a.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
@@ -433,7 +436,12 @@ def cmd_audit(args) -> int:
                     # audit() returns submissions that could not be read unchanged
                     stream = session.audit_many(triples, djobs)
             claim_of = {item.display: claims[item.path] for item in items if item.path in claims}
+            from hackscan.inputs.load import NOT_A_KERNEL
+
             for r in stream:
+                if args.kernels_only and r.error and r.error.startswith(NOT_A_KERNEL):
+                    prog.step(r.path)
+                    continue   # ordinary Python beside the kernels (a pre-commit run over a repository)
                 if r.path in claim_of:
                     r = replace(r, kernelbench_claim=claim_of[r.path])
                 results.append(r)

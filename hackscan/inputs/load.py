@@ -65,6 +65,9 @@ def backend_of(facts: Facts) -> str:
     return "torch"
 
 
+NOT_A_KERNEL = "not a kernel file"   # `--kernels-only` skips what starts so
+
+
 def load(path: str, candidate: str | bytes, reference: str | bytes | None = None, *,
          entry: str = "ModelNew", suffix: str = ".py", base_dir: Path | None = None,
          reference_path: str | None = None, max_bytes: int = MAX_BYTES) -> Loaded:
@@ -81,6 +84,9 @@ def load(path: str, candidate: str | bytes, reference: str | bytes | None = None
     if suffix == ".py":
         py = parse_py(path, text, "file")
         if entry not in py.classes:
+            if not (py.triton_kernels or py.extensions or "custom_kernel" in {f.name for f in py.funcs}):
+                raise BadInput(f"{NOT_A_KERNEL}: no entry class {entry!r}, no Triton kernel, no extension built "
+                               f"(use --entry NAME for another class)")
             raise BadInput(f"no entry class {entry!r} (a KernelBench candidate defines class {entry}; "
                            f"use --entry NAME for another)")
         facts = Facts(path, py, None, ref, entry, base_dir)

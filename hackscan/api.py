@@ -216,5 +216,6 @@ def scan_paths(paths: Iterable[str | Path], *, reference: str | Path | None = No
     opts = Options(tuple(kw.get("select", ())), tuple(kw.get("ignore", ())), kw.get("min_confidence", "low"),
                    kw.get("policy", "kernelbench"), kw.get("entry", "ModelNew"))
     items = discover([Path(p) for p in paths], Path(reference) if reference else None,
-                     Path(problems) if problems else None, sidecars=bool(kw.get("sidecars", False)))
+                     Path(problems) if problems else None, sidecars=bool(kw.get("sidecars", False)),
+                     entry=opts.entry)
     return list(iter_scan(items, opts, jobs))

@@ -361,7 +361,7 @@ def cmd_audit(args) -> int:
     if problems is not None and not problems.is_dir():
         return _err(f"--problems {problems}: no such folder")
     root = corpus_dir() if demo else None
-    items = discover(paths, reference, problems, root=root, sidecars=demo or args.sidecars)
+    items = discover(paths, reference, problems, root=root, sidecars=demo or args.sidecars, entry=opts.entry)
     from hackscan.inputs.kernelbench_runs import claims_for
 
     claims = claims_for([i.path for i in items])   # a KernelBench run's eval_results.json, where present

@@ -247,3 +247,22 @@ def test_python_dash_m_hackscan_is_the_command():
 
     r = subprocess.run([sys.executable, "-m", "hackscan", "--version"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.startswith("hackscan "), r.stderr
+
+
+def test_a_folder_of_class_model_solutions_is_read_as_candidates(tmp_path, cli):
+    """Agent solutions that keep the class name Model and a get_inputs of their own are
+    candidates (their kernels tell them apart); a problem file without kernels is not."""
+    from conftest import CORPUS
+
+    sols = tmp_path / "solutions"
+    sols.mkdir()
+    legit = (CORPUS / "legit" / "triton_relu.py").read_text().replace("class ModelNew", "class Model")
+    legit += "\n\ndef get_inputs():\n    import torch\n    return [torch.randn(16)]\n"
+    for i in range(3):
+        (sols / f"sol_{i}.py").write_text(legit)
+    (sols / "problem.py").write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                                     "    def forward(self, x):\n        return torch.relu(x)\n\n\n"
+                                     "def get_inputs():\n    return [torch.randn(16)]\n")
+    r = cli("audit", str(sols), "--entry", "Model", "--format", "json")
+    names = sorted(Path(s["path"]).name for s in json.loads(r.stdout)["submissions"])
+    assert names == ["sol_0.py", "sol_1.py", "sol_2.py"], r.stdout[-500:] + r.stderr

@@ -34,15 +34,26 @@ class Item:
     sidecar: Path | None = None
 
 
-def _reads_as_reference(path: Path) -> bool:
-    """A KernelBench problem file (defines Model and get_inputs, no entry class) is not a
-    candidate when found by walking a folder."""
+KERNEL_MARKS = (b"triton.jit", b"load_inline", b"cpp_extension", b"__global__", b"def custom_kernel")
+
+
+def _reads_as_reference(path: Path, entry: str = "ModelNew") -> bool:
+    """Whether a file found by walking a folder is a KernelBench problem file, not a candidate:
+    it defines Model and get_inputs, not the entry class, lies beside no reference of its own,
+    and carries no kernel (agent solutions often keep the class name Model and a get_inputs of
+    their own; their Triton or CUDA code tells them apart)."""
     try:
         with path.open("rb") as fh:
             head = fh.read(256_000)
     except OSError:
         return False
-    return b"class Model(" in head and b"def get_inputs" in head and b"class ModelNew" not in head
+    if not (b"class Model(" in head and b"def get_inputs" in head):
+        return False
+    if entry != "Model" and re.search(rb"class\s+" + re.escape(entry.encode()) + rb"\s*[(:]", head):
+        return False
+    if any((path.parent / n).is_file() for n in REFERENCE_NAMES):
+        return False   # beside a reference: a candidate of that reference
+    return not any(m in head for m in KERNEL_MARKS)
 
 
 def sidecar_for(path: Path) -> Path | None:
@@ -85,7 +96,7 @@ def find_reference(path: Path, reference: Path | None, problems: Path | None, si
 
 
 def discover(paths: list[Path], reference: Path | None = None, problems: Path | None = None,
-             root: Path | None = None, sidecars: bool = False) -> list[Item]:
+             root: Path | None = None, sidecars: bool = False, entry: str = "ModelNew") -> list[Item]:
     """Candidate files under `paths`, sorted, each with its reference (or None). A sidecar
     `<stem>.toml` lies in the audited tree, which the graded party may have written: it pairs a
     candidate with a reference only where the caller says the tree is its own (`sidecars`,
@@ -100,7 +111,7 @@ def discover(paths: list[Path], reference: Path | None = None, problems: Path | 
                 if f.is_file() and f.suffix in CANDIDATE_SUFFIXES and f.name not in REFERENCE_NAMES:
                     if problems is not None and _inside(f, problems):
                         continue
-                    if f.suffix == ".py" and _reads_as_reference(f):
+                    if f.suffix == ".py" and _reads_as_reference(f, entry):
                         continue
                     if f.suffix == ".py" and _gpumode_folder(f.parent) and not _defines_custom_kernel(f):
                         continue  # a GPU MODE problem's task.py, utils.py, eval.py

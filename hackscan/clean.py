@@ -12,6 +12,7 @@ result, `cleaned.<ext>` (the rows whose verdict the policy keeps), `summary.json
 from __future__ import annotations
 
 import json
+import re
 import os
 import sys
 import time
@@ -36,7 +37,7 @@ class CleanOptions:
     ref_col: str | None = "reference"
     id_col: str | None = "id"
     policy: str = "kernelbench"
-    remove: tuple[str, ...] = ("hacked", "violation")
+    remove: tuple[str, ...] = ("hacked", "violation", "error")   # a row nobody could audit is not kept
     dynamic: str = "off"
     device: str = "cpu"
     jobs: int = 1
@@ -50,15 +51,39 @@ class CleanOptions:
 
 
 def get_path(row: dict, dotted: str | None):
-    """A column, or a field of nested records (`sample.code`)."""
+    """A column, or a field of nested records (`sample.code`), list elements by index
+    (`messages.1.content`, `messages.-1.content`)."""
     if not dotted:
         return None
     cur = row
     for part in dotted.split("."):
-        if not isinstance(cur, dict) or part not in cur:
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and re.fullmatch(r"-?\d+", part) and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
             return None
-        cur = cur[part]
     return cur
+
+
+def check_columns(dataset: Path, opts: "CleanOptions", explicit: tuple[str, ...], sample: int = 200) -> str | None:
+    """Before any row runs: a column the caller named (and the code column) must be found in at
+    least one of the first rows; else the reason, naming the columns that are there."""
+    seen_keys: set[str] = set()
+    rows = []
+    for n, (_, rec, err) in enumerate(iter_rows(dataset)):
+        if n >= sample:
+            break
+        if rec is not None:
+            rows.append(rec)
+            seen_keys |= set(rec)
+    if not rows:
+        return None   # nothing readable: each row becomes an error of its own
+    for label, col in (("--code-col", opts.code_col), ("--ref-col", opts.ref_col), ("--id-col", opts.id_col)):
+        if col and (label == "--code-col" or label in explicit) and all(get_path(r, col) is None for r in rows):
+            return (f"{label} {col!r}: no such column in the first {len(rows)} rows "
+                    f"(columns there: {', '.join(sorted(seen_keys)[:20]) or 'none'})")
+    return None
 
 
 def dataset_format(path: Path) -> str:

@@ -106,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--code-col", default=None, help="column with the candidate's code (dotted for nested records)")
     k.add_argument("--ref-col", default=None, help="column with the reference's code")
     k.add_argument("--id-col", default=None, help="column with the row's id (default: the row number)")
-    k.add_argument("--remove", default="hacked,violation", help="verdicts whose rows are removed")
+    k.add_argument("--remove", default="hacked,violation,error",
+                   help="verdicts whose rows are removed (default: hacked, violation and rows that could not be "
+                        "audited: unreadable, no code, a crash of the audit)")
     k.add_argument("--policy", choices=("kernelbench", "any"), default="kernelbench")
     k.add_argument("--dynamic", choices=("off", "auto", "all"), default="off",
                    help="off (default): static only; auto/all: run rows that have a reference")
@@ -114,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--measure", nargs="?", const="survivors", choices=("survivors", "all"), default="off",
                    help="fair speedup and peak memory per row (needs a reference; meant for a GPU); the report "
                         "plots claimed against fair speedup and memory ratios")
-    k.add_argument("--jobs", "-j", type=int, default=1, help="processes (or Ray tasks in flight)")
+    k.add_argument("--jobs", "-j", type=int, default=0,
+                   help="processes (or Ray tasks in flight); default: the machine's cores for a static run, 1 with "
+                        "--dynamic or --measure")
     k.add_argument("--backend", choices=("local", "ray"), default="local",
                    help="local process pool (default) or Ray tasks (pip install 'hackscan-gpu[ray]')")
     k.add_argument("--ray-address", default=None, help="Ray cluster to join; default: a local instance")
@@ -213,18 +217,39 @@ def cmd_clean(args) -> int:
     except ValueError as e:
         return _err(str(e))
     cols = dict(PRESETS["pair"], **(PRESETS[args.preset] if args.preset else {}))
+    from hackscan.findings import VERDICTS
+
+    remove = tuple(v.strip() for v in args.remove.split(",") if v.strip())
+    bad = [v for v in remove if v not in VERDICTS]
+    if bad:
+        return _err(f"--remove: unknown verdict {', '.join(map(repr, bad))} (verdicts: {', '.join(VERDICTS)})")
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            return _err("reading parquet needs pyarrow: pip install 'hackscan-gpu[parquet]'")
+    jobs = args.jobs if args.jobs else ((os.cpu_count() or 1) if args.dynamic == "off" and args.measure == "off" else 1)
     opts = CleanOptions(code_col=args.code_col or cols["code_col"], ref_col=args.ref_col or cols["ref_col"],
                         id_col=args.id_col or cols["id_col"], policy=args.policy,
-                        remove=tuple(v.strip() for v in args.remove.split(",") if v.strip()), dynamic=args.dynamic,
-                        device=args.device, jobs=max(1, args.jobs),
+                        remove=remove, dynamic=args.dynamic,
+                        device=args.device, jobs=max(1, jobs),
                         progress=not args.no_progress and sys.stderr.isatty(), backend=args.backend,
                         ray_address=args.ray_address, task_timeout_s=args.task_timeout, measure=args.measure)
+    from hackscan.clean import check_columns
+
+    explicit = tuple(f for f, v in (("--code-col", args.code_col), ("--ref-col", args.ref_col),
+                                    ("--id-col", args.id_col)) if v)
+    why = check_columns(path, opts, explicit)
+    if why:
+        return _err(why)
     try:
         s = clean(path, Path(args.out), opts)
     except RuntimeError as e:  # Ray missing or no GPU in the Ray cluster
         return _err(str(e))
     print(f"{s['rows']} rows: {s['kept']} kept, {s['removed']} removed; "
           + ", ".join(f"{n} {v}" for v, n in s["verdicts"].items()) + f"; results in {args.out}")
+    if s["rows"] and s["verdicts"].get("error", 0) == s["rows"]:
+        return _err(f"every one of the {s['rows']} rows failed to be audited: see {args.out}/results.jsonl")
     return 0
 
 

@@ -55,7 +55,8 @@ def test_clean_jsonl_results_cleaned_rows_summary_and_report(tmp_path):
     for i, r in enumerate(rows):                                         # the static verdicts, by id
         assert by_row[i]["id"] == r["id"] and by_row[i]["verdict"] == r["expected"], (r["id"], by_row[i])
     assert by_row[n - 2]["verdict"] == "error" and by_row[n - 1]["verdict"] == "error"
-    keep = [i for i in range(n) if by_row[i]["verdict"] not in ("hacked", "violation")]
+    # hacked, violating and unauditable rows (the broken line, the row without code) are removed
+    keep = [i for i in range(n) if by_row[i]["verdict"] not in ("hacked", "violation", "error")]
     lines = ds.read_text().splitlines()
     assert (tmp_path / "out" / "cleaned.jsonl").read_text().splitlines() == [lines[i] for i in keep]
     assert s["rows"] == n and s["kept"] == len(keep) and s["removed"] == n - len(keep)
@@ -188,3 +189,31 @@ def test_json_array_broken_midway_keeps_what_came_before(tmp_path):
 
     with pytest.raises(ValueError, match="not a JSON array"):
         list(iter_json_array(io.StringIO('{"a": 1}')))
+
+
+def test_misnamed_options_stop_before_any_row_runs(tmp_path, cli):
+    ds = tmp_path / "gen.jsonl"
+    write_jsonl(ds, corpus_rows()[:3])
+    r = cli("clean", str(ds), "--out", str(tmp_path / "o1"), "--code-col", "kode")
+    assert r.returncode == 2 and "--code-col 'kode'" in r.stderr and "code" in r.stderr
+    assert not (tmp_path / "o1" / "results.jsonl").exists()
+    r = cli("clean", str(ds), "--out", str(tmp_path / "o2"), "--remove", "hacked,supect")
+    assert r.returncode == 2 and "'supect'" in r.stderr
+    r = cli("clean", str(ds), "--out", str(tmp_path / "o3"), "--ref-col", "nothing.here")
+    assert r.returncode == 2 and "--ref-col" in r.stderr
+
+
+def test_a_run_in_which_every_row_fails_exits_non_zero(tmp_path, cli):
+    ds = tmp_path / "gen.jsonl"
+    write_jsonl(ds, [{"id": 1, "code": "class ModelNew(:\n"}, {"id": 2, "code": "def (\n"}])
+    r = cli("clean", str(ds), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "every one of the 2 rows" in r.stderr
+
+
+def test_column_paths_index_into_lists(tmp_path):
+    from hackscan.clean import get_path
+
+    row = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "code"}]}
+    assert get_path(row, "messages.1.content") == "code"
+    assert get_path(row, "messages.-1.role") == "assistant"
+    assert get_path(row, "messages.2.content") is None and get_path(row, "messages.x") is None

@@ -196,13 +196,26 @@ class Progress:
         self.done += 1
         frac = self.done / max(1, self.total)
         rate = self.done / max(1e-6, time.perf_counter() - self.t0)
-        bar = "#" * int(frac * 30)
-        sys.stderr.write(f"\r[{bar:<30}] {self.done}/{self.total} {rate:5.0f} files/s {label[-40:]:<40}")
+        width = self._width()
+        head = f"{self.done}/{self.total} {rate:5.0f} files/s "
+        bar_w = max(5, min(30, (width - len(head) - 3) // 3))
+        bar = "#" * int(frac * bar_w)
+        line = f"[{bar:<{bar_w}}] {head}"
+        room = width - len(line)
+        line += label[-room:] if room > 0 else ""
+        # one line that never wraps: a wrapped line leaves stale rows behind on a narrow terminal
+        sys.stderr.write("\r" + line[:width].ljust(width))
         sys.stderr.flush()
+
+    @staticmethod
+    def _width() -> int:
+        import shutil
+
+        return max(20, shutil.get_terminal_size((80, 24)).columns - 1)
 
     def close(self) -> None:
         if self.enabled:
-            sys.stderr.write("\r" + " " * 110 + "\r")
+            sys.stderr.write("\r" + " " * self._width() + "\r")
             sys.stderr.flush()
 
 

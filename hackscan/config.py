@@ -13,7 +13,8 @@ else:  # pragma: no cover
 
 KEYS = {"select": list, "ignore": list, "min-confidence": str, "fail-on": str, "policy": str,
         "format": str, "baseline": str, "jobs": int, "entry": str, "max-bytes": int, "dynamic": str, "device": str, "timeout": float,
-        "cuda-ghost": str, "measure": str, "measure-budget": float, "measure-compile": bool}
+        "cuda-ghost": str, "measure": str, "measure-budget": float, "measure-compile": bool,
+        "backend": str, "ray-address": str, "task-timeout": float, "dynamic-jobs": int}
 
 
 class ConfigError(ValueError):
@@ -47,6 +48,8 @@ def load_config(path: Path | None) -> dict:
     for k, v in section.items():
         if k not in KEYS:
             raise ConfigError(f"{path}: unknown key {k!r} (known: {', '.join(sorted(KEYS))})")
+        if KEYS[k] is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)   # `timeout = 300` in TOML is an integer
         if not isinstance(v, KEYS[k]):
             raise ConfigError(f"{path}: {k} must be a {KEYS[k].__name__}")
         out[k] = v

@@ -266,3 +266,34 @@ def test_a_folder_of_class_model_solutions_is_read_as_candidates(tmp_path, cli):
     r = cli("audit", str(sols), "--entry", "Model", "--format", "json")
     names = sorted(Path(s["path"]).name for s in json.loads(r.stdout)["submissions"])
     assert names == ["sol_0.py", "sol_1.py", "sol_2.py"], r.stdout[-500:] + r.stderr
+
+
+def test_every_config_key_the_cli_reads_is_one_the_loader_accepts(tmp_path, cli):
+    """One list of keys: the CLI never reads a key that hackscan.toml may not hold."""
+    import re
+
+    from hackscan.config import KEYS
+
+    src = (ROOT / "hackscan" / "cli.py").read_text()
+    read = set(re.findall(r'cfg\.get\("([a-z-]+)"', src))
+    assert read and read <= set(KEYS), sorted(read - set(KEYS))
+    (tmp_path / "hackscan.toml").write_text('backend = "local"\ntask-timeout = 60\ndynamic-jobs = 2\n'
+                                            'ray-address = "auto"\ntimeout = 300\n')
+    legit = CORPUS / "legit" / "triton_relu.py"
+    shutil.copy(legit, tmp_path / "cand.py")
+    r = cli("audit", "cand.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_progress_bar_fits_an_80_column_terminal(monkeypatch, capsys):
+    import os as _os
+
+    from hackscan import cli as _cli
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=(80, 24): _os.terminal_size((80, 24)))
+    prog = next(v for k, v in vars(_cli).items() if k.lower().lstrip("_") == "progress")(3, True)
+    for name in ("a" * 200, "short.py", "kernels/level1/" + "x" * 90 + ".py"):
+        prog.step(name)
+    prog.close()
+    frames = capsys.readouterr().err.split("\r")
+    assert frames and all(len(f) <= 79 for f in frames), max(map(len, frames))

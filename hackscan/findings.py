@@ -30,6 +30,7 @@ class Location:
     end_line: int | None = None
     embedded: str | None = None  # label of the embedded unit, e.g. "cuda_sources"
     embedded_line: int | None = None
+    end_column: int | None = None   # one past the construct's last column on its end line (SARIF)
 
     def to_json(self) -> dict[str, Any]:
         d = {"path": self.path, "line": self.line, "column": self.column,

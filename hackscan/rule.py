@@ -128,8 +128,10 @@ class Context:
                             None, u.label, node.start_point[0] + 1)
         if unit is not None:
             return Location(unit.facts.host_path if unit.facts.host_path else self.facts.path,
-                            node.start_point[0] + 1, node.start_point[1] + 1, node.end_point[0] + 1)
-        return Location(self.facts.path, node.start_point[0] + 1, node.start_point[1] + 1, node.end_point[0] + 1)
+                            node.start_point[0] + 1, node.start_point[1] + 1, node.end_point[0] + 1,
+                            end_column=node.end_point[1] + 1)
+        return Location(self.facts.path, node.start_point[0] + 1, node.start_point[1] + 1, node.end_point[0] + 1,
+                        end_column=node.end_point[1] + 1)
 
     def snippet(self, node: ts.Node, unit: CudaUnit | None = None) -> str:
         if unit is not None:

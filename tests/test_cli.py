@@ -81,7 +81,21 @@ def test_sarif(tmp_path):
     uri = res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert not uri.startswith("/")
     assert res["partialFingerprints"]["hackscanFingerprint/v1"]
-    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+    assert res["partialFingerprints"]["primaryLocationLineHash"]
+    region = res["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] >= 1 and region["endColumn"] >= 1
+    # the base is an absolute URI ending in a slash; no rule points at a relative help page
+    base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base.startswith("file:///") and base.endswith("/")
+    assert all("helpUri" not in rule or "://" in rule["helpUri"] for rule in run["tool"]["driver"]["rules"])
+
+
+def test_sarif_names_a_file_outside_the_working_directory_by_its_own_uri(tmp_path):
+    outside = tmp_path / "cand.py"
+    outside.write_text(HACK.read_text())
+    r = run_cli("audit", "--format", "sarif", str(outside), cwd=ROOT)
+    loc = json.loads(r.stdout)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert loc["uri"] == outside.resolve().as_uri() and "uriBaseId" not in loc
 
 
 def test_select_ignore_and_confidence():

@@ -3,6 +3,7 @@ fingerprints, rule metadata with help text from the rule docstrings."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from hackscan import __version__
 from hackscan.findings import SubmissionResult
@@ -10,7 +11,6 @@ from hackscan.rule import Rule
 
 LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note", "info": "note"}
 SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0", "info": "1.0"}
-HELP_URI = "docs/rules/{id}.md"
 
 
 def _rule(r: type[Rule]) -> dict:
@@ -21,8 +21,8 @@ def _rule(r: type[Rule]) -> dict:
         "name": "".join(p.capitalize() for p in r.id.split("-")),
         "shortDescription": {"text": r.summary},
         "fullDescription": {"text": d.get("What it flags", r.summary).replace("\n", " ")},
+        # the rule's whole documentation inline: a relative helpUri is not a URI a viewer can open
         "help": {"text": md, "markdown": md},
-        "helpUri": HELP_URI.format(id=r.id),
         "defaultConfiguration": {"level": LEVEL[r.severity]},
         "properties": {"tags": ["security", r.category, r.hack_type], "hack_type": r.hack_type,
                        "category": r.category, "precision": {"low": "low", "medium": "medium",
@@ -31,12 +31,29 @@ def _rule(r: type[Rule]) -> dict:
     }
 
 
+def _artifact(path: str) -> dict:
+    """A path under the working directory relative to %SRCROOT%; any other as an absolute file URI
+    (a relative URI under %SRCROOT% would point at the wrong file)."""
+    p = Path(path)
+    try:
+        rel = p.resolve().relative_to(Path.cwd().resolve()) if p.is_absolute() or p.exists() else None
+    except (ValueError, OSError):
+        rel = None
+    if rel is not None:
+        return {"uri": rel.as_posix(), "uriBaseId": "%SRCROOT%"}
+    if p.is_absolute():
+        return {"uri": p.as_uri()}
+    return {"uri": p.as_posix(), "uriBaseId": "%SRCROOT%"}
+
+
 def _loc(loc) -> dict:
     region = {"startLine": loc.line, "startColumn": loc.column}
     if loc.end_line:
         region["endLine"] = max(loc.end_line, loc.line)
-    return {"physicalLocation": {"artifactLocation": {"uri": loc.path, "uriBaseId": "%SRCROOT%"},
-                                 "region": region}}
+    if loc.end_column and loc.embedded is None and (region.get("endLine", loc.line) > loc.line
+                                                     or loc.end_column > loc.column):
+        region["endColumn"] = loc.end_column
+    return {"physicalLocation": {"artifactLocation": _artifact(loc.path), "region": region}}
 
 
 def document(results: list[SubmissionResult], rules: list[type[Rule]]) -> dict:
@@ -46,8 +63,7 @@ def document(results: list[SubmissionResult], rules: list[type[Rule]]) -> dict:
     for s in results:
         if s.verdict == "error":
             notes.append({"level": "error", "message": {"text": f"{s.path}: {s.error}"},
-                          "locations": [{"physicalLocation": {"artifactLocation": {"uri": s.path,
-                                                                                   "uriBaseId": "%SRCROOT%"}}}]})
+                          "locations": [{"physicalLocation": {"artifactLocation": _artifact(s.path)}}]})
         for f in s.findings:
             msg = f.message
             if f.location.embedded is not None:
@@ -57,7 +73,9 @@ def document(results: list[SubmissionResult], rules: list[type[Rule]]) -> dict:
                 "level": LEVEL[f.severity],
                 "message": {"text": msg},
                 "locations": [_loc(f.location)],
-                "partialFingerprints": {"hackscanFingerprint/v1": f.fingerprint},
+                # stable across line moves (rule, file, normalised snippet); GitHub reads the second
+                "partialFingerprints": {"hackscanFingerprint/v1": f.fingerprint,
+                                        "primaryLocationLineHash": f"{f.fingerprint[:16]}:1"},
                 "properties": {"hack_type": f.hack_type, "confidence": f.confidence, "severity": f.severity,
                                "verdict": s.verdict, "dynamic": f.dynamic.status},
             }
@@ -73,7 +91,8 @@ def document(results: list[SubmissionResult], rules: list[type[Rule]]) -> dict:
         "runs": [{
             "tool": {"driver": {"name": "hackscan", "version": __version__, "semanticVersion": __version__,
                                 "rules": [_rule(r) for r in rules]}},
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": "./"}},
+            # an absolute URI ending in a slash, as SARIF 2.1.0 (3.14.14) asks
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notes}],
             "results": out_results,
         }],

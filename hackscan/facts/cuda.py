@@ -112,7 +112,7 @@ class CudaFacts:
     @cached_property
     def code_bytes(self) -> bytes:
         """The unit's source with comments blanked (offsets and lines kept)."""
-        return blank_comments(self.source.encode("utf-8", "replace"), self.tree.root_node)
+        return blank_comments(self.source.encode("utf-8", "replace"), self.tree.root_node, lang="cuda")
 
     @cached_property
     def code(self) -> str:

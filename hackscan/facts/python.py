@@ -132,7 +132,7 @@ class PyFacts:
     def code(self) -> bytes:
         """The file with comments and docstrings blanked (offsets and lines kept): what a rule
         searching the text reads, since the audited party writes them."""
-        return blank_comments(self.source, self.tree.root_node, docstrings=True)
+        return blank_comments(self.source, self.tree.root_node, docstrings=True, lang="python")
 
     def code_of(self, node: ts.Node) -> str:
         return self.code[node.start_byte:node.end_byte].decode("utf-8", "replace")

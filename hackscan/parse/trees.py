@@ -103,20 +103,23 @@ def node_at_row(root, row: int):
         n = nxt
 
 
-def blank_comments(source: bytes, root: ts.Node, docstrings: bool = False) -> bytes:
+def blank_comments(source: bytes, root: ts.Node, docstrings: bool = False, lang: str | None = None) -> bytes:
     """The source with every comment's bytes turned to spaces (newlines kept, so byte offsets
     and line numbers stay those of the source): what rules that search text must read, since
     the audited party writes the comments. With `docstrings`, a string standing alone as a
-    statement (a Python docstring, prose that does nothing) is blanked too."""
+    statement (a Python docstring, prose that does nothing) is blanked too. The nodes come from a
+    tree-sitter query (in C), not a walk in Python."""
+    lang = lang or ("python" if docstrings else "cuda")
+    qsrc = "(comment) @c" + (" (expression_statement . [(string) (concatenated_string)] @d .)" if docstrings else "")
+    found = captures(lang, qsrc, root)
+    spans = [(n.start_byte, n.end_byte) for n in found.get("c", [])]
+    spans += [(n.parent.start_byte, n.parent.end_byte) for n in found.get("d", [])
+              if n.parent is not None and n.parent.named_child_count == 1]
+    if not spans:
+        return source
     buf = bytearray(source)
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.type == "comment" or docstrings and n.type == "expression_statement" and n.named_child_count == 1 \
-                and n.named_children[0].type in ("string", "concatenated_string"):
-            for i in range(n.start_byte, min(n.end_byte, len(buf))):
-                if buf[i] not in (10, 13):
-                    buf[i] = 32
-            continue
-        stack.extend(n.children)
+    for a, b in spans:
+        b = min(b, len(buf))
+        seg = buf[a:b]
+        buf[a:b] = bytes(c if c in (10, 13) else 32 for c in seg)
     return bytes(buf)

@@ -1,5 +1,5 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import text, walk
+from hackscan.parse.trees import text
 
 
 class KernelNeverLaunched(Rule):
@@ -85,13 +85,15 @@ class KernelNeverLaunched(Rule):
     @staticmethod
     def _named_outside(f) -> set[str]:
         """Triton kernels named outside their own definition: bound into a launcher
-        (`functools.partial(kernel[grid], ...)`), a table of kernels, an argument."""
-        kernels = f.py.triton_kernels
+        (`functools.partial(kernel[grid], ...)`), a table of kernels, an argument. A search of the
+        comment-free text: a comment naming a kernel is not a use."""
+        import re
+
+        code = f.py.code
         out = set()
-        for n in walk(f.py.tree.root_node):
-            if n.type == "identifier":
-                name = text(n)
-                k = kernels.get(name)
-                if k is not None and not (k.node.start_byte <= n.start_byte < k.node.end_byte):
+        for name, k in f.py.triton_kernels.items():
+            for m in re.finditer(rb"\b" + re.escape(name.encode()) + rb"\b", code):
+                if not (k.node.start_byte <= m.start() < k.node.end_byte):
                     out.add(name)
+                    break
         return out

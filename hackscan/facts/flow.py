@@ -65,6 +65,16 @@ def _key(n: ts.Node) -> tuple[int, int]:
     return (n.start_byte, n.end_byte)
 
 
+def _paired_value(a, i: int) -> ts.Node | None:
+    """The value assignment `a` binds to its i-th target: the whole value for one target, the
+    i-th element of a tuple or list value for several (`a, b = x, y`), None where they do not pair."""
+    v = a.value
+    if v is None or len(a.targets) == 1:
+        return v
+    kids = [k for k in v.named_children if k.type != "comment"] if v.type in ("tuple", "expression_list", "list") else []
+    return kids[i] if len(kids) == len(a.targets) else None
+
+
 def _walk(n: ts.Node | None) -> Iterable[ts.Node]:
     stack = [n] if n is not None else []
     while stack:
@@ -435,14 +445,9 @@ class PyFlow:
                 continue
             for i, t in enumerate(a.targets):
                 if t.type == "identifier" and text(t) == name:
-                    v = a.value
-                    if len(a.targets) > 1:
-                        kids = [k for k in v.named_children if k.type != "comment"] \
-                            if v.type in ("tuple", "expression_list", "list") else []
-                        if len(kids) != len(a.targets):
-                            continue
-                        v = kids[i]
-                    out.append((v, fn))
+                    v = _paired_value(a, i)
+                    if v is not None:
+                        out.append((v, fn))
         return out
 
     def _loop_element(self, node: ts.Node, name: str, fn: Func, d: int) -> set:
@@ -479,14 +484,9 @@ class PyFlow:
             for i, t in enumerate(a.targets):
                 if t.type == "attribute" and text(t.child_by_field_name("object")) == "self" \
                         and text(t.child_by_field_name("attribute")) == attr:
-                    v = a.value
-                    if len(a.targets) > 1:
-                        kids = [x for x in v.named_children if x.type != "comment"] \
-                            if v.type in ("tuple", "expression_list", "list") else []
-                        if len(kids) != len(a.targets):
-                            continue
-                        v = kids[i]
-                    out |= self.denotes(v, a.func, d)
+                    v = _paired_value(a, i)
+                    if v is not None:
+                        out |= self.denotes(v, a.func, d)
         for c in py.calls:   # self.add_module("name", Sub()) / setattr(self, "name", ...)
             if c.func is not None and c.func.cls == cls and c.method in ("add_module", "register_module", "setattr"):
                 a = c.args
@@ -545,11 +545,10 @@ class PyFlow:
         for a in self.py.assigns:
             if a.value is None or a.func is None or a.func.cls != cls:
                 continue
-            vals = [a.value] if len(a.targets) == 1 else (
-                [k for k in a.value.named_children if k.type != "comment"]
-                if a.value.type in ("tuple", "expression_list") else [])
-            for t, v in zip(a.targets, vals):
-                if t.type != "attribute" or text(t.child_by_field_name("object")) != "self" or v.type != "call":
+            for i, t in enumerate(a.targets):
+                v = _paired_value(a, i)
+                if v is None or t.type != "attribute" or text(t.child_by_field_name("object")) != "self" \
+                        or v.type != "call":
                     continue
                 c = self.call(v)
                 if c is None:

@@ -2,6 +2,7 @@
 calls sit inside a node. Rules import these instead of re-walking trees their own way."""
 from __future__ import annotations
 
+from itertools import takewhile
 from typing import Iterator
 
 import tree_sitter as ts
@@ -9,7 +10,7 @@ import tree_sitter as ts
 from hackscan.facts import Facts
 from hackscan.facts.flow import CUSTOM, HEAVY, PARAM, SELF_ATTR
 from hackscan.facts.python import Call, Func
-from hackscan.parse.trees import text, walk
+from hackscan.parse.trees import ancestors, text, walk
 
 VALUE_REDUCERS = frozenset("""min max amin amax aminmax all any sum mean item abs sign isnan isinf
 isfinite allclose equal count_nonzero nonzero norm std var median le ge lt gt eq ne
@@ -165,10 +166,6 @@ def iter_forward_branches(facts: Facts) -> Iterator:
 
 
 # ---- the hit path: does every call launch or replay on the current inputs? --------------
-CONDITIONAL = frozenset(("if_statement", "elif_clause", "else_clause", "except_clause", "conditional_expression",
-                         "boolean_operator", "finally_clause", "case_clause"))
-
-
 def _is_capture_block(n: ts.Node) -> bool:
     """`with torch.cuda.graph(g):`: what runs inside is recorded, not run, on this call."""
     if n.type != "with_statement":
@@ -195,13 +192,8 @@ def _launching_calls(facts: Facts, func: Func, depth: int = 0) -> list[ts.Node]:
     return out
 
 
-def _ancestors_within(n: ts.Node, top: ts.Node) -> list[ts.Node]:
-    out = []
-    p = n.parent
-    while p is not None and p != top:
-        out.append(p)
-        p = p.parent
-    return out
+def _ancestors_within(n: ts.Node, top: ts.Node) -> Iterator[ts.Node]:
+    return takewhile(lambda a: a != top, ancestors(n))
 
 
 def _conditional_scopes(n: ts.Node, top: ts.Node) -> set[tuple[int, int]]:
@@ -212,9 +204,8 @@ def _conditional_scopes(n: ts.Node, top: ts.Node) -> set[tuple[int, int]]:
     child = n
     for a in _ancestors_within(n, top):
         if a.type == "block" and a.parent is not None and a.parent.type in (
-                "if_statement", "elif_clause", "else_clause", "except_clause", "finally_clause", "case_clause"):
-            if not (a.parent.type == "finally_clause"):
-                out.add((a.start_byte, a.end_byte))
+                "if_statement", "elif_clause", "else_clause", "except_clause", "case_clause"):
+            out.add((a.start_byte, a.end_byte))
         elif a.type in ("elif_clause", "else_clause", "except_clause"):
             out.add((a.start_byte, a.end_byte))
         elif a.type == "conditional_expression":
@@ -343,7 +334,7 @@ def _state_rooted(facts: Facts, n: ts.Node | None, func: Func, depth: int = 0) -
             return False
         fn = func
         while fn is not None:
-            vals = facts.flow._bindings(name, fn)
+            vals = facts.flow.bindings(name, fn)
             if vals:
                 return any(_state_rooted(facts, v, owner, depth + 1) for v, owner in vals)
             fn = fn.parent

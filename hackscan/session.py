@@ -48,6 +48,7 @@ class Session:
         self._refs: dict[str, Path] = {}
         self._ids = itertools.count()
         self._dyn = None
+        self._gpu_q = None   # made on the first audit where several GPUs are visible
         self._closed = False
 
     # ---- lifecycle ------------------------------------------------------------------
@@ -108,7 +109,7 @@ class Session:
         if len(dyn.gpus) <= 1:
             return None
         with self._lock:
-            if not hasattr(self, "_gpu_q"):
+            if self._gpu_q is None:
                 import queue
 
                 self._gpu_q = queue.Queue()
@@ -168,7 +169,9 @@ class Session:
 
         if self._closed:
             raise RuntimeError("this hackscan.Session is closed")
-        jobs = max(1, min(jobs or self.max_concurrent, self.max_concurrent))
+        pairs = list(pairs)
+        # never hold more of the session's slots than this batch has pairs
+        jobs = max(1, min(jobs or self.max_concurrent, self.max_concurrent, len(pairs)))
         triples, temps = [], []
         for i, (cand_src, ref_src) in enumerate(pairs):
             cand, ref, label = self._files(cand_src, ref_src, f"<candidate {i}>")

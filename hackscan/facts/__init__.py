@@ -139,12 +139,11 @@ class Facts:
 
     def ext_host_function(self, name: str):
         """The C++ host function behind a Python-visible extension function name."""
-        for u in self.cuda:
-            target = u.facts.bindings.get(name, name)
-            for f in u.facts.funcs:
-                if f.name == target and f.kind == "host" and f.node.child_by_field_name("body") is not None:
-                    return u, f
-        return None
+        host = self.cflow.host_for(name)
+        if host is None:
+            return None
+        facts, f = self.cflow.funcs[host]
+        return self.unit_of(facts), f
 
     # ---- the graph ---------------------------------------------------------------
     @cached_property

@@ -12,7 +12,7 @@ from functools import cached_property
 
 import tree_sitter as ts
 
-from hackscan.parse.trees import blank_comments, captures, parse_cuda, text
+from hackscan.parse.trees import blank_comments, captures, parse_cuda, text, walk
 
 
 @dataclass
@@ -330,7 +330,7 @@ def _macro_launches(f: CudaFacts) -> None:
         if hit is None:
             continue
         mini = parse_cuda(f"void __hackscan_macro() {{ {body}; }}".encode("utf-8", "replace"))
-        launch = next((n for n in _walk_nodes(mini.root_node) if n.type == "call_expression" and any(
+        launch = next((n for n in walk(mini.root_node) if n.type == "call_expression" and any(
             c.type == "kernel_call_syntax" for c in n.children)), None)
         args = launch.child_by_field_name("arguments") if launch is not None else None
         bodies[text(name)] = (hit.group(1), list(args.named_children) if args is not None else [])
@@ -341,10 +341,3 @@ def _macro_launches(f: CudaFacts) -> None:
             kernel, args = bodies[c.callee]
             f.launches.append(Launch(c.node, kernel, [], args, c.func))
 
-
-def _walk_nodes(n: ts.Node):
-    stack = [n]
-    while stack:
-        x = stack.pop()
-        yield x
-        stack.extend(x.children)

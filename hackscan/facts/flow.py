@@ -16,7 +16,7 @@ import tree_sitter as ts
 from hackscan.facts import torchops
 from hackscan.facts.cuda import CFunc, CudaFacts
 from hackscan.facts.python import Call, Func, PyFacts
-from hackscan.parse.trees import text
+from hackscan.parse.trees import text, walk
 
 CUSTOM = "custom"
 HEAVY = "torch-heavy"
@@ -75,14 +75,6 @@ def _paired_value(a, i: int) -> ts.Node | None:
     return kids[i] if len(kids) == len(a.targets) else None
 
 
-def _walk(n: ts.Node | None) -> Iterable[ts.Node]:
-    stack = [n] if n is not None else []
-    while stack:
-        x = stack.pop()
-        yield x
-        stack.extend(x.children)
-
-
 # methods whose result shares its receiver's storage: a kernel writing the result writes the receiver
 VIEWS = frozenset("data_ptr view reshape flatten contiguous squeeze unsqueeze narrow select t transpose "
                   "permute view_as as_strided detach expand".split())
@@ -110,6 +102,7 @@ class PyFlow:
         self._denot: dict[tuple[int, int], frozenset] = {}
         self._targets: dict[tuple[int, int], Func | None] = {}
         self._kernel_written: dict[str, frozenset[str]] = {}
+        self._by_byte = {f.node.start_byte: f for f in py.funcs}
 
     # ---- call classification ----------------------------------------------------
     def call(self, node: ts.Node) -> Call | None:
@@ -318,7 +311,7 @@ class PyFlow:
             return {("box", inner)} if inner else set()
         if t == "lambda":
             body = node.child_by_field_name("body")
-            for n in _walk(body):
+            for n in (walk(body) if body is not None else ()):
                 if n.type == "call":
                     c = self.call(n)
                     if c is not None and (self.kind(c) == CUSTOM or c.callee.endswith("[]") and self._is_triton_subscript(
@@ -350,8 +343,6 @@ class PyFlow:
         return set()
 
     def _func_at_byte(self, start: int) -> Func | None:
-        if not hasattr(self, "_by_byte"):
-            self._by_byte = {f.node.start_byte: f for f in self.py.funcs}
         return self._by_byte.get(start)
 
     def _is_triton_subscript(self, node: ts.Node | None) -> bool:
@@ -410,7 +401,7 @@ class PyFlow:
         out = set()
         fn = func
         while fn is not None:    # the function's own bindings, then the enclosing functions'
-            vals = self._bindings(name, fn)
+            vals = self.bindings(name, fn)
             if vals:
                 for v, owner in vals:
                     out |= self.denotes(v, owner, d)
@@ -433,11 +424,11 @@ class PyFlow:
         # a module-level name assigned inside a function that declares it `global`
         for gname, _, gfn in py.globals_declared:
             if gname == name and gfn is not None:
-                for v, owner in self._bindings(name, gfn):
+                for v, owner in self.bindings(name, gfn):
                     out |= self.denotes(v, owner, d)
         return out
 
-    def _bindings(self, name: str, fn: Func) -> list[tuple[ts.Node, Func]]:
+    def bindings(self, name: str, fn: Func) -> list[tuple[ts.Node, Func]]:
         """Values bound to a plain name in one function, a tuple target paired by position."""
         out = []
         for a in self.py.assigns:
@@ -593,7 +584,7 @@ class PyFlow:
         if a.type == "attribute" and text(a.child_by_field_name("object")) == "self":
             return text(a.child_by_field_name("attribute"))
         if a.type == "identifier" and depth < 3:
-            roots = {self._storage_root(v, owner, depth + 1) for v, owner in self._bindings(text(a), fn)}
+            roots = {self._storage_root(v, owner, depth + 1) for v, owner in self.bindings(text(a), fn)}
             if len(roots) == 1:
                 return roots.pop()
         return None
@@ -759,21 +750,20 @@ class PyFlow:
             if t == "attribute":
                 name = text(n)
                 obj = n.child_by_field_name("object")
-                if name in defs:
+                attr = text(n.child_by_field_name("attribute"))
+                on_self = obj is not None and text(obj) == "self"
+                in_defs = name in defs
+                if in_defs:
                     stack.extend(defs[name])
-                    if obj is not None and text(obj) == "self":
-                        attr = text(n.child_by_field_name("attribute"))
-                        if attr in self.kernel_written_attrs(func.cls or (func.parent.cls if func.parent else None)):
-                            out.add(Origin(CUSTOM, f"self.{attr}", n))
+                elif attr in METADATA:
                     continue
-                if text(n.child_by_field_name("attribute")) in METADATA:
+                if on_self and attr in self.kernel_written_attrs(func.cls or (func.parent.cls if func.parent else None)):
+                    # a buffer a kernel of this class writes (in another method, through an alias)
+                    out.add(Origin(CUSTOM, f"self.{attr}", n))
+                if in_defs:
                     continue
-                if obj is not None and text(obj) == "self":
-                    attr = text(n.child_by_field_name("attribute"))
+                if on_self:
                     out.add(Origin(SELF_ATTR, attr, n))
-                    if attr in self.kernel_written_attrs(func.cls or (func.parent.cls if func.parent else None)):
-                        # a buffer a kernel of this class writes (in another method, through an alias)
-                        out.add(Origin(CUSTOM, f"self.{attr}", n))
                     continue
                 if obj is not None:
                     stack.append(obj)
@@ -989,7 +979,7 @@ class CFlow:
                 continue
             names = [p.name for p in k.params]
             stores = [st for st in u.stores if st.func is k]
-            body = text(k.node)
+            body = u.code_of(k.node)   # a comment naming `asm` or `store` is no write
             if not stores or "asm" in body or any(w in body for w in ("memcpy", "cp_async", "cp.async", "__stcs",
                                                                       "__stwt", "__stcg", "store", "tma")):
                 return None
@@ -1039,6 +1029,15 @@ class CFlow:
                     acc |= r
             return acc
 
+        def roots_of(node: ts.Node) -> set[int] | None:
+            acc: set[int] = set()
+            for ident in _identifiers(node):
+                r = roots(ident)
+                if r is None:
+                    return None
+                acc |= r
+            return acc
+
         for l in u.launches:
             if l.func is not f:
                 continue
@@ -1047,11 +1046,10 @@ class CFlow:
                 return None
             for i, a in enumerate(l.args):
                 if i in stored:
-                    for ident in _identifiers(a):
-                        r = roots(ident)
-                        if r is None:
-                            return None
-                        out |= r
+                    r = roots_of(a)
+                    if r is None:
+                        return None
+                    out |= r
         for c in u.calls:
             if c.func is not f:
                 continue
@@ -1068,11 +1066,10 @@ class CFlow:
                 kids = list(args.named_children) if args is not None else []
                 for i in inner:
                     if i < len(kids):
-                        for ident in _identifiers(kids[i]):
-                            r = roots(ident)
-                            if r is None:
-                                return None
-                            out |= r
+                        r = roots_of(kids[i])
+                        if r is None:
+                            return None
+                        out |= r
             if c.callee.startswith(("cudaMemcpy", "cudaMemset", "cublas", "cublasLt", "cudnn", "cudaLaunch",
                                     "cuLaunch", "cudaGraphLaunch")) or "out" in c.callee.rsplit("::", 1)[-1]:
                 return None   # a library writes what its arguments point at

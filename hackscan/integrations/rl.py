@@ -102,23 +102,7 @@ def _unverifiable(dyn: dict) -> bool:
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     """The reward for one response. `kwargs` (verl passes its config's `reward_kwargs` this way)
     are read as `extra_info` keys, `extra_info` winning where both name one."""
-    info = dict(kwargs)
-    info.update(extra_info or {})
-    as_dict = info.get("return_dict", True)
-    code = extract_code(solution_str)
-    if code is None:
-        return _done(info, data_source, "no_code", as_dict)
-    session = info.get("session")
-    dynamic = info.get("dynamic", "all")
-    measure = bool(info.get("measure")) and dynamic != "off"
-    if session is None and dynamic == "off" and not measure:
-        from hackscan.api import audit
-
-        res = audit(code, ground_truth, dynamic="off", policy=info.get("policy", "kernelbench"))
-    else:
-        session = session or shared_session(**_session_options(info, dynamic, measure))
-        res = session.audit(code, ground_truth)
-    return _score(info, data_source, res, dynamic, as_dict)
+    return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info], **kwargs)[0]
 
 
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, **kwargs):

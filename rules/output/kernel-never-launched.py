@@ -1,3 +1,5 @@
+import re
+
 from hackscan.rule import Rule
 from hackscan.parse.trees import text
 
@@ -87,8 +89,6 @@ class KernelNeverLaunched(Rule):
         """Triton kernels named outside their own definition: bound into a launcher
         (`functools.partial(kernel[grid], ...)`), a table of kernels, an argument. A search of the
         comment-free text: a comment naming a kernel is not a use."""
-        import re
-
         code = f.py.code
         out = set()
         for name, k in f.py.triton_kernels.items():

@@ -55,10 +55,10 @@ class PointerKeyedLookup(Rule):
             funcs = {fn.qualname for fn in f.forward_funcs}
             # no return skips the kernels: the pointer keys a descriptor, a graph or a packed copy
             # that the launch on this call reads, not an answer
-            hit_launches = no_return_skips_work(f)
-            low = {"severity": "low", "confidence": "low"} if hit_launches else {}
+            no_skip = no_return_skips_work(f)
+            low = {"severity": "low", "confidence": "low"} if no_skip else {}
             tail = "; no return of forward hands back stored state without launching on the current call" \
-                if hit_launches else ""
+                if no_skip else ""
             for c in f.py.calls:
                 if c.func is None or c.func.qualname not in funcs:
                     continue

@@ -1,5 +1,6 @@
 from hackscan.rule import Rule
 from hackscan.parse.trees import ancestors, text
+from hackscan.ruletools import calls_in_node
 
 DETECTORS = ("torch.autograd.profiler._is_profiler_enabled", "torch._C._autograd._profiler_enabled",
              "torch.autograd._profiler_enabled", "torch.profiler._utils", "torch._C._profiler",
@@ -117,11 +118,10 @@ def _guards_a_capture(facts, c) -> bool:
         src = py.code_of(body)   # comments never count as a capture
         if any(k in src for k in CAPTURES):
             return True
-        for d in py.calls:
-            if body.start_byte <= d.node.start_byte and d.node.end_byte <= body.end_byte and facts.forward is not None:
-                t = facts.flow.local_target(d)
-                if t is not None and any(k in py.code_of(t.node) for k in CAPTURES):
-                    return True
+        for d in calls_in_node(facts, body):
+            t = facts.flow.local_target(d)
+            if t is not None and any(k in py.code_of(t.node) for k in CAPTURES):
+                return True
     return False
 
 

@@ -90,7 +90,7 @@ class StateWrittenInForward(Rule):
                 n = self._state_name(fnode.child_by_field_name("object"), set(), set())
                 if n:
                     written_here.add(n)
-        every_launches = no_return_skips_work(f)
+        no_skip = no_return_skips_work(f)
         for a in f.py.assigns:
             if a.func is None or a.func.qualname not in funcs or a.value is None:
                 continue
@@ -117,7 +117,7 @@ class StateWrittenInForward(Rule):
                 hot = name in reads_state
                 if not key_ptr and _fresh(f.py, a.value) and self._launches_whatever(f, a.func, name, funcs):
                     continue   # a workspace or handle: kernels launch on every call whatever it holds
-                if every_launches:
+                if no_skip:
                     # no return skips the kernels: the state is a key, a packed copy or a captured
                     # graph's buffer, not an answer handed back without work
                     ctx.report(a.node, f"forward stores an input-derived value in {text(t)[:60]}; no return of forward "
@@ -136,7 +136,7 @@ class StateWrittenInForward(Rule):
             obj = fn.child_by_field_name("object")
             name = self._state_name(obj, module_names, globals_declared)
             if name is not None and any(o.kind in (PARAM, CUSTOM) for o in f.flow.origins(c.func, c.node)):
-                if every_launches:
+                if no_skip:
                     ctx.report(c.node, f"forward stores input-derived values in {text(obj)[:60]}; no return of "
                                "forward hands back stored state without launching on the current call", severity="low",
                                confidence="low")

@@ -151,6 +151,26 @@ def test_the_watch_claims_nothing_for_an_unwalled_process():
         assert "no capabilities" not in prot, prot     # an ordinary user's process has none anyway
 
 
+def test_bubblewraps_own_setup_processes_are_not_judged_but_the_worker_is():
+    """Bubblewrap loads the seccomp filter just before it runs the worker: a sample taken while
+    a process still runs bubblewrap's command line is not a reading of the audited code."""
+    launcher = [sys.executable, "-c", "import time; time.sleep(0.8)", "setup"]
+    worker = [sys.executable, "-c", "import time; time.sleep(0.8)", "worker"]
+    setup = subprocess.Popen(launcher)
+    other = subprocess.Popen(worker)
+    try:
+        time.sleep(0.2)                                   # both have run their exec
+        skipped = sandbox.Watch(setup.pid, [], hide_root=False, launcher=launcher)
+        skipped.sample()
+        judged = sandbox.Watch(other.pid, [], hide_root=False, launcher=launcher)
+        judged.sample()
+    finally:
+        setup.wait()
+        other.wait()
+    assert skipped.samples == 0 and skipped.protections() == []
+    assert judged.samples == 1 and not any(p.startswith("seccomp") for p in judged.protections())
+
+
 def test_a_watch_without_a_sample_claims_nothing():
     w = sandbox.Watch(2**22 + 12345, [], hide_root=False)
     w.sample()

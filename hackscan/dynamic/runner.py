@@ -175,7 +175,7 @@ def spawn(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[s
     finally:
         if fd is not None:
             os.close(fd)
-    watch = sandbox.Watch(proc.pid, writable, hide_root=engine == "bwrap")
+    watch = sandbox.Watch(proc.pid, writable, hide_root=engine == "bwrap", launcher=cmd if engine == "bwrap" else None)
     try:
         timed_out = sandbox.wait_watching(proc, watch, limits.timeout_s)
     finally:

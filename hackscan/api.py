@@ -147,14 +147,17 @@ def iter_scan(items: list[Item], opts: Options, jobs: int = 1, max_bytes: int = 
 def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic: str = "auto",
           device: str = "cpu", policy: str = "kernelbench", entry: str = "ModelNew", timeout_s: float = 180.0,
           seed: int | None = None, cuda_ghost: str = "suspects", measure: bool | str = False,
-          measure_budget_s: float = 10.0) -> SubmissionResult:
+          measure_budget_s: float = 10.0, dtype: str | None = None, gpu: int | None = None) -> SubmissionResult:
     """Static audit, then dynamic confirmation on hidden inputs in isolated workers.
 
     `candidate` and `reference` are file paths or source text. `dynamic` is "off", "auto" (the
     probes the static suspects name, plus hidden distributions) or "all" (every probe).
     `cuda_ghost` says where ghost replay of CUDA kernels (a rebuild) runs: "suspects", "always"
     or "never". `measure` (True, "survivors" or "all") adds fair measurement: speedup against the
-    strict fp32 and the TF32 reference, peak memory and flags, in `result.measure`."""
+    strict fp32 and the TF32 reference, peak memory and flags, in `result.measure`. `dtype`
+    ("float16", "bfloat16", "float32", "float64") runs the problem in that precision: every
+    floating input and both models cast to it, as KernelBench's `precision` does. `gpu` pins every
+    worker to that device (an index into this process's visible GPUs) on `device="cuda"`."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="hackscan-api-") as tmp:
@@ -172,7 +175,7 @@ def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic
 
         session = DynamicSession(DynamicOptions(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed,
                                                 policy=policy, cuda_ghost=cuda_ghost, measure=mode,
-                                                measure_budget_s=measure_budget_s))
+                                                measure_budget_s=measure_budget_s, dtype=dtype, gpu=gpu))
         try:
             if dynamic != "off":
                 result = session.audit(result, cand_path, ref_path)
@@ -186,7 +189,7 @@ def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic
 def audit_many(pairs: Iterable[tuple[str | Path, str | Path | None]], *, dynamic: str = "auto",
                device: str = "cpu", policy: str = "kernelbench", entry: str = "ModelNew", timeout_s: float = 180.0,
                seed: int | None = None, cuda_ghost: str = "suspects", measure: bool | str = False,
-               measure_budget_s: float = 10.0, jobs: int = 1) -> Iterator[SubmissionResult]:
+               measure_budget_s: float = 10.0, jobs: int = 1, dtype: str | None = None) -> Iterator[SubmissionResult]:
     """`audit` over (candidate, reference) pairs (paths or source text), yielding results in input
     order. One `hackscan.Session` serves them all: each problem's reference runs once, `jobs`
     candidates are audited at a time, and measurement (if asked) runs one candidate at a time
@@ -195,7 +198,7 @@ def audit_many(pairs: Iterable[tuple[str | Path, str | Path | None]], *, dynamic
 
     with Session(dynamic=dynamic, device=device, policy=policy, entry=entry, timeout_s=timeout_s, seed=seed,
                  cuda_ghost=cuda_ghost, measure=measure, measure_budget_s=measure_budget_s,
-                 max_concurrent=max(1, jobs)) as s:
+                 max_concurrent=max(1, jobs), dtype=dtype) as s:
         yield from s.audit_many(pairs, jobs)
 
 

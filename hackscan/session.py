@@ -26,7 +26,8 @@ class Session:
     def __init__(self, *, dynamic: str = "auto", device: str = "cpu", policy: str = "kernelbench",
                  entry: str = "ModelNew", timeout_s: float = 180.0, seed: int | None = None,
                  cuda_ghost: str = "suspects", measure: bool | str = False, measure_budget_s: float = 10.0,
-                 max_concurrent: int | None = None):
+                 max_concurrent: int | None = None, dtype: str | None = None, gpu: int | None = None,
+                 measure_min_reps: int = 10):
         mode = {True: "survivors", False: "off"}.get(measure, measure)
         if mode not in ("off", "survivors", "all"):
             raise ValueError(f"measure must be True, False, 'survivors' or 'all', not {measure!r}")
@@ -35,7 +36,12 @@ class Session:
         self.dynamic, self.device, self.policy, self.entry = dynamic, device, policy, entry
         self.measure_mode = mode
         self._dyn_args = dict(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed, policy=policy,
-                              cuda_ghost=cuda_ghost, measure=mode, measure_budget_s=measure_budget_s)
+                              cuda_ghost=cuda_ghost, measure=mode, measure_budget_s=measure_budget_s, dtype=dtype,
+                              gpu=gpu, measure_min_reps=measure_min_reps)
+        from hackscan.dynamic import CAST_DTYPES
+
+        if dtype is not None and dtype not in CAST_DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(CAST_DTYPES)} or None, not {dtype!r}")
         if max_concurrent is None:
             import os
 
@@ -50,6 +56,11 @@ class Session:
         self._dyn = None
         self._gpu_q = None   # made on the first audit where several GPUs are visible
         self._closed = False
+
+    @property
+    def options(self) -> dict:
+        """The options the session audits with (a copy)."""
+        return dict(self._dyn_args)
 
     # ---- lifecycle ------------------------------------------------------------------
     def close(self) -> None:

@@ -2,3 +2,7 @@
 candidate has never seen, compare in the auditor, and confirm or refute the static suspects.
 
 Only this package imports torch, and only when dynamic confirmation is asked for."""
+
+# the floating dtypes a problem may be run in (KernelBench's `precision`): every floating input
+# and both models cast to it
+CAST_DTYPES = ("float32", "float16", "bfloat16", "float64")

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from hackscan.dynamic.probe import VARIANTS, Observations, Outcome, Probe, load_probes, same_shapes
-from hackscan.dynamic import sandbox
+from hackscan.dynamic import CAST_DTYPES, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
 from hackscan.dynamic.tensorfile import load_outputs
@@ -68,6 +68,9 @@ class ReferenceRun:
     shared: Path | None = None      # input sets, init inputs, parameters, state: read-only for candidates
 
 
+BF16_INTERPRETER = "the problem runs in bfloat16"
+
+
 @dataclass
 class DynamicOptions:
     mode: str = "auto"          # auto | all
@@ -84,6 +87,18 @@ class DynamicOptions:
     measure: str = "off"
     measure_budget_s: float = 10.0   # each worker's timed loop
     measure_compile: bool = False    # a torch.compile'd reference as a third baseline
+    # the problem run in this floating dtype: every floating input and both models cast to it
+    # (KernelBench's `precision`); None: the dtypes the reference's get_inputs and modules make
+    dtype: str | None = None
+    # the one GPU every worker runs on, as an index into this process's visible devices (the
+    # evaluator's `device=1`); None: the default device, or one per concurrent audit where
+    # several are visible
+    gpu: int | None = None
+    measure_min_reps: int = 10       # timed calls at least, however soon the median is known
+
+    def __post_init__(self):
+        if self.dtype is not None and self.dtype not in CAST_DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(CAST_DTYPES)} or None, not {self.dtype!r}")
 
 
 def cache_root() -> Path:
@@ -180,24 +195,43 @@ def triton_cache(bdir: Path) -> Path:
     return t
 
 
+def _listed_gpus() -> list[str] | None:
+    """This process's CUDA_VISIBLE_DEVICES entries, or None where it is not set; the list ends at
+    the first entry that is not a device (CUDA's own rule)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is None:
+        return None
+    out = []
+    for t in (t.strip() for t in env.split(",") if t.strip()):
+        if t.startswith("-"):
+            break
+        out.append(t)
+    return out
+
+
 def visible_gpus() -> list[str]:
     """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (its own list where it is
     set); empty where there are fewer than two (nothing to spread over)."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        ids = [t.strip() for t in env.split(",") if t.strip()]
-        # the list ends at the first entry that is not a device (CUDA's own rule)
-        out = []
-        for t in ids:
-            if t.startswith("-"):
-                break
-            out.append(t)
-    else:
+    out = _listed_gpus()
+    if out is None:
         try:
             out = [str(i) for i in range(torch.cuda.device_count())]
         except Exception:  # noqa: BLE001 - no driver
             out = []
     return out if len(out) > 1 else []
+
+
+def gpu_entry(index: int) -> str:
+    """The CUDA_VISIBLE_DEVICES entry of device `index` as this process numbers its devices (the
+    index-th entry of its own list where one is set)."""
+    if index < 0:
+        raise ValueError(f"a GPU index is 0 or more, not {index}")
+    ids = _listed_gpus()
+    if ids is None:
+        return str(index)
+    if index >= len(ids):
+        raise ValueError(f"GPU {index} is not visible (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})")
+    return ids[index]
 
 
 class DynamicSession:
@@ -219,7 +253,8 @@ class DynamicSession:
         self.timings: dict[str, float] = {}
         self._measurer = None   # hackscan.measure.run.Measurer, made on the first measurement
         # one GPU per concurrent audit where several are visible: each audit's workers see only its own
-        self.gpus = visible_gpus() if opts.device == "cuda" else []
+        self.gpus = visible_gpus() if opts.device == "cuda" and opts.gpu is None else []
+        self.pinned = gpu_entry(opts.gpu) if opts.device == "cuda" and opts.gpu is not None else None
         self._slot = threading.local()
         self._slots = None
         self._adapted: dict = {}   # (candidate, reference) -> the pair as audited (GPU MODE adapted)
@@ -290,6 +325,7 @@ class DynamicSession:
         sets = ["visible", "visible2", *VARIANTS, "other_shape"]
         job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
                "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
+               "cast_dtype": self.opts.dtype,
                "visible_seeds": {"visible": self._derive("visible"), "visible2": self._derive("visible2")},
                "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self._derive("variants"),
                "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
@@ -451,8 +487,10 @@ class DynamicSession:
             return replace(result, measure={"status": "not-run", "reason": reason})
         with self._lock:
             if self._measurer is None:
+                reps = max(1, self.opts.measure_min_reps)
                 self._measurer = Measurer(self, MeasureOptions(budget_s=self.opts.measure_budget_s,
-                                                               compile_baseline=self.opts.measure_compile))
+                                                               compile_baseline=self.opts.measure_compile,
+                                                               min_reps=reps, max_reps=max(1000, reps)))
         try:
             m = self._measurer.measure(result, cand_path, ref_path)
         except Exception as e:  # noqa: BLE001 - a measurement failure never loses the audit
@@ -527,6 +565,8 @@ class DynamicSession:
             env["CUDA_VISIBLE_DEVICES"] = ""
         elif getattr(self._slot, "gpu", None) is not None:
             env["CUDA_VISIBLE_DEVICES"] = self._slot.gpu
+        elif self.pinned is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.pinned
         return env
 
     # ---- one candidate ---------------------------------------------------------
@@ -607,6 +647,13 @@ class DynamicSession:
                                     hack_type="nondeterministic-reference", severity="low"))
             return self._settle(result, outcomes, {"status": "inconclusive", "reason": why,
                                                    "nondeterministic_reference": ref.nondeterministic})
+        if self.opts.device == "cpu" and result.backend == "triton" and ref.dtype == torch.bfloat16:
+            # TRITON_INTERPRET=1 (triton 3.x) turns a correct kernel's bfloat16 arithmetic into
+            # garbage and NaN: a run there would convict an honest kernel
+            why = (f"{BF16_INTERPRETER}: Triton's CPU interpreter computes bfloat16 arithmetic wrongly; "
+                   "audit this kernel on a GPU")
+            return self._settle(result, [Outcome(p.name, "inconclusive", why) for p in probes],
+                                {"status": "inconclusive", "reason": why})
         plan, expected = self._plan(probes)
         perturb = None
         if any(p.name == "parameter-reinit" for p in probes):
@@ -636,7 +683,7 @@ class DynamicSession:
                 states[key] = name
         job = {"role": "candidate", "source": "candidate_module.py", "module_name": "candidate_module",
                "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
-               "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb,
+               "cast_dtype": self.opts.dtype, "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb,
                "inputs_dir": str(ref.shared), "build_variables": sorted(BUILD_ENV_VARIABLES), **states}
         bdir = build_dir(cand_path, self.opts.device)
         tcache = triton_cache(bdir)
@@ -713,6 +760,12 @@ class DynamicSession:
                                 if "step_s" in r}}
         vis = obs.compare("visible") or obs.compare("fresh", 100)
         info["correct_on_visible"] = bool(vis and vis.ok)
+        # the problem's own generator, freshly seeded (KernelBench's correctness trials)
+        trials = [c for c in (obs.compare(n) for n in ("visible", "visible2")) if c is not None]
+        info["visible_trials"] = [sum(1 for c in trials if c.ok), len(trials)]
+        if vis is not None and not vis.structural:
+            info["visible_difference"] = {"max_abs": vis.max_abs, "mean_abs": vis.mean_abs, "max_rel": vis.max_rel,
+                                          "bad_fraction": vis.bad_fraction}
         vrec = obs.steps.get(("visible", 0)) or obs.steps.get(("fresh", 100)) or {}
         launches = None
         if res.data.get("launch_trace") and result.backend in ("triton", "cuda"):

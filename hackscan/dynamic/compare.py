@@ -49,6 +49,7 @@ class Comparison:
     # only integer outputs (indices) differ, selecting other values, while every floating output
     # matches: near-equal values taken in another order, not another computation
     index_only: bool = False
+    mean_abs: float = 0.0       # mean absolute error of the output compared (KernelBench's avg_difference)
 
 
     def short(self) -> str:
@@ -79,7 +80,7 @@ def compare(cand, ref32, ref64=None, dtype=None, inputs=None) -> Comparison:
             continue
         if not res.ok:
             return Comparison(False, f"output {i}: {res.short()}", res.max_abs, res.max_rel, res.bad_fraction,
-                              structural=bool(res.reason), overflow_only=res.overflow_only)
+                              structural=bool(res.reason), overflow_only=res.overflow_only, mean_abs=res.mean_abs)
         if isinstance(r, torch.Tensor) and r.is_floating_point():
             floats_match = True
         if res.max_rel >= worst.max_rel:
@@ -176,7 +177,8 @@ def _compare_one(c, r, r64, dtype=None) -> Comparison:
     max_rel = float((diff / mag.clamp_min(base)).max())
     nbad = int(bad.sum())
     overflow = nbad > 0 and bool(nonfinite.any()) and not bool((bad & ~nonfinite).any())
-    return Comparison(nbad == 0, "", max_abs, max_rel, nbad / diff.numel(), overflow_only=overflow)
+    return Comparison(nbad == 0, "", max_abs, max_rel, nbad / diff.numel(), overflow_only=overflow,
+                      mean_abs=float(diff.mean()))
 
 
 def compare_loose(cand, ref, atol: float = 1e-2, rtol: float = 1e-2) -> Comparison:

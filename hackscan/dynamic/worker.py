@@ -288,7 +288,12 @@ def _tree_map(torch, obj, fn):
 
 def _as_set(vals):
     """What get_inputs() returned, as an input set: a dict stays a dict (keyword arguments), a
-    single tensor or scalar becomes a one-element list, any other iterable a list."""
+    single tensor or scalar becomes a one-element list, any other iterable a list; floating
+    tensors cast to the job's dtype where it names one (_cast)."""
+    return _cast(_as_set_uncast(vals))
+
+
+def _as_set_uncast(vals):
     if isinstance(vals, dict):
         return dict(vals)
     if isinstance(vals, (list, tuple)):
@@ -304,6 +309,22 @@ def _as_set(vals):
         return list(vals)
     except TypeError:
         return [vals]
+
+
+def _cast(vals):
+    """An input set with its floating-point tensors in the dtype the job names (`cast_dtype`,
+    KernelBench's `precision`): both models are cast to it as they are built, so the problem
+    runs in that precision. Integer and boolean tensors (indices, labels, masks) keep theirs."""
+    name = _CAST["dtype"]
+    if name is None:
+        return vals
+    import torch
+
+    dt = getattr(torch, name)
+
+    def one(t):
+        return t.to(dt) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+    return _tree_map(torch, vals, one)
 
 
 def _outputs_list(torch, out):
@@ -346,6 +367,7 @@ def main(jobdir: str) -> int:
     _DISK["budget"] = job.get("disk_budget_bytes")
     _DISK["hard"] = bool(job.get("disk_budget_hard"))
     _INPUTS["dir"] = job.get("inputs_dir")
+    _CAST["dtype"] = job.get("cast_dtype")
     BUILD_VARIABLES.update(job.get("build_variables", ()))
     device = job.get("device", "cpu")
     try:
@@ -1524,7 +1546,8 @@ def _construct(torch, entry, init, seed, device, eval_mode, perturb_seed=None, r
         if result is not None:
             result["perturbed_shapes"] = pert.shapes
     if hasattr(model, "to"):
-        model = model.to(device)
+        cast = _CAST["dtype"]
+        model = model.to(device) if cast is None else model.to(device=device, dtype=getattr(torch, cast))
     if hasattr(model, "eval") and eval_mode:
         model.eval()
     return model
@@ -1676,6 +1699,7 @@ def _save_outputs(torch, outs, stem) -> str:
 
 _DISK = {"budget": None, "used": 0, "hard": False}
 _INPUTS = {"dir": None}
+_CAST = {"dtype": None}   # floating inputs and both models cast to it (KernelBench's precision)
 
 
 def _infile(jobdir: str, name: str) -> str:
@@ -1699,6 +1723,7 @@ def _save_set(torch, vals, path: str, required: bool = False) -> str | None:
     an 8 GiB visible set beside a dozen other audits must not lose the whole reference run), and
     within one the user set; one that cannot be written is an error of the reference run, said
     plainly, never a torch.save cut short."""
+    vals = _cast(vals)
     try:
         _disk_guard(os.path.dirname(path), _tensor_bytes(torch, vals), "an input set",
                     budgeted=not required or _DISK["hard"])

@@ -41,10 +41,10 @@ candidate of a problem already scored does not run its reference again).
 """
 from __future__ import annotations
 
-import atexit
 import math
 import re
-import threading
+
+from hackscan.integrations import shared_session, unverifiable
 
 DEFAULT_SCORES = {"no_code": -1.0, "hacked": -1.0, "violation": -0.5, "error": 0.0, "incorrect": 0.0,
                   "suspect": 0.5, "clean": 1.0, "unverifiable": 0.0, "unchecked": 0.0}
@@ -66,39 +66,11 @@ def extract_code(solution_str: str) -> str | None:
     return None
 
 
-_SESSIONS: dict = {}
-_SESSIONS_LOCK = threading.Lock()
-
-
-def shared_session(**options):
-    """The process's `hackscan.Session` for these options, made on first use and closed at exit:
-    reward calls for new candidates of a problem already seen reuse its reference run."""
-    from hackscan.session import Session
-
-    key = tuple(sorted(options.items()))
-    with _SESSIONS_LOCK:
-        s = _SESSIONS.get(key)
-        if s is None:
-            s = _SESSIONS[key] = Session(**options)
-            atexit.register(s.close)
-        return s
-
-
 # every outcome returns these keys, scalars and strings only: verl's reward managers append each
 # key's value per response and turn each list into an array, so a key missing from one outcome,
 # or a list value, breaks the batch
 RESULT_KEYS = ("score", "reward", "outcome", "data_source", "verdict", "hack_types", "reasons", "speedup",
                "measure_flags", "checked", "infra_error")
-# dynamic results that say nothing of the candidate: the reference could not be run, the
-# auditor failed, the candidate needs hardware this run lacks
-UNVERIFIABLE = ("reference", "no reference", "the reference is not deterministic", "dynamic audit failed",
-                "the candidate builds a CUDA extension; no GPU here", "raw C++/CUDA source")
-
-
-def _unverifiable(dyn: dict) -> bool:
-    return dyn.get("status") in ("inconclusive", "error") and str(dyn.get("reason", "")).startswith(UNVERIFIABLE)
-
-
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     """The reward for one response. `kwargs` (verl passes its config's `reward_kwargs` this way)
     are read as `extra_info` keys, `extra_info` winning where both name one."""
@@ -171,7 +143,7 @@ def _score(info: dict, data_source, res, dynamic: str, as_dict: bool):
     if dynamic == "off" or dyn.get("status") == "not-run":
         # nothing ran: a filter in front of the user's own correctness check
         return _done(info, data_source, "unchecked", as_dict, **detail)
-    if _unverifiable(dyn):
+    if unverifiable(dyn):
         # the run says nothing of the candidate: never scored as a wrong kernel; mask it by
         # `infra_error` or score it through extra_info["scores"]["unverifiable"]
         return _done(info, data_source, "unverifiable", as_dict, infra_error=True,

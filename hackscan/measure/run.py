@@ -51,6 +51,7 @@ class Measurer:
     def _job(self, role, source, module, entry, mode, **extra):
         o = self.opts
         return {"role": role, "source": source, "module_name": module, "entry": entry, "device": self.s.opts.device,
+                "cast_dtype": self.s.opts.dtype,
                 "init_seed": self.s._derive("init"), "init_file": "init.pt", "plan": [],
                 "measure": {"mode": mode, "budget_s": o.budget_s, "rel": o.rel, "min_reps": o.min_reps,
                             "max_reps": o.max_reps, "check_every": o.check_every,

@@ -254,12 +254,24 @@ def no_return_skips_work(facts: Facts, func: Func | None = None, depth: int = 0)
     are other rules' concern, and a returned call of a local function is judged by that function's
     own returns."""
     func = func or facts.forward
+    if func is None or facts.py is None:
+        return False
+    if not facts.flow.launches_custom(func):
+        return False
+    skips = skipping_returns(facts, func)
+    return skips is not None and not skips
+
+
+def skipping_returns(facts: Facts, func: Func | None = None, depth: int = 0) -> list[ts.Node] | None:
+    """The returns of forward (or `func`, and of the local functions it returns the call of) that
+    hand back stored state without custom work on the way: the hit paths of a result cache.
+    None where the answer is unknown (too deep)."""
+    func = func or facts.forward
     if func is None or facts.py is None or depth > 4:
-        return False
+        return None
     fl = facts.flow
-    if depth == 0 and not fl.launches_custom(func):
-        return False
     launches = _launching_calls(facts, func)
+    out: list[ts.Node] = []
     for r, fn in facts.py.returns:
         if fn is not func or not r.named_children:
             continue
@@ -269,12 +281,14 @@ def no_return_skips_work(facts: Facts, func: Func | None = None, depth: int = 0)
         c = fl.call(value) if value.type == "call" else None
         t = fl.local_target(c) if c is not None and fl.kind(c) == "local" else None
         if t is not None and t is not func:
-            if not no_return_skips_work(facts, t, depth + 1):
-                return False
+            inner = skipping_returns(facts, t, depth + 1)
+            if inner is None:
+                return None
+            out.extend(inner)
             continue
         if _state_rooted(facts, value, func) or _filled_from_state(facts, value, r, func):
-            return False
-    return True
+            out.append(r)
+    return out
 
 
 def _filled_from_state(facts: Facts, value: ts.Node, r: ts.Node, func: Func) -> bool:

@@ -411,7 +411,10 @@ class PyFlow:
             if loop:
                 return loop
             if name in fn.params:
-                return set()
+                # a parameter called here (`fn(*args)`) runs what the calls of this function pass
+                called = node.parent is not None and node.parent.type == "call" and \
+                    node.parent.child_by_field_name("function") == node
+                return self._param_denotations(fn, name, d) if called else set()
             inner = [g for g in py.funcs if g.parent is fn and g.name == name]
             if inner:
                 return {("local", inner[-1].node.start_byte)}
@@ -426,6 +429,27 @@ class PyFlow:
             if gname == name and gfn is not None:
                 for v, owner in self.bindings(name, gfn):
                     out |= self.denotes(v, owner, d)
+        return out
+
+    def _param_denotations(self, fn: Func, name: str, d: int) -> set:
+        """A callable parameter (`def launch(fn, args): return fn(*args)`): what this file's calls
+        of the function pass for it, by keyword or position."""
+        if d > 8:
+            return set()
+        idx = fn.params.index(name)
+        out: set = set()
+        for c in self.py.calls:
+            if c.func is None or c.callee.rsplit(".", 1)[-1] != fn.name or self.local_target(c) is not fn:
+                continue
+            arg = c.kwarg(name)
+            if arg is None:
+                bound = 1 if fn.cls is not None and fn.params[:1] in (["self"], ["cls"]) and "." in c.callee else 0
+                args = c.args
+                pos = idx - bound
+                arg = args[pos] if 0 <= pos < len(args) and args[pos].type not in ("list_splat", "dictionary_splat") \
+                    else None
+            if arg is not None:
+                out |= self.denotes(arg, c.func, d)
         return out
 
     def bindings(self, name: str, fn: Func) -> list[tuple[ts.Node, Func]]:

@@ -26,39 +26,41 @@ def _csv(values: list[str] | None) -> tuple[str, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from hackscan.config import CHOICES
+
     p = argparse.ArgumentParser(prog="hackscan", description="Catch reward hacks in generated GPU kernels.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     sub = p.add_subparsers(dest="command")
 
     a = sub.add_parser("audit", help="audit kernel files or folders (no PATH: the bundled demo kernels)")
     a.add_argument("paths", nargs="*", help="files or folders of candidates")
-    a.add_argument("--format", choices=("text", "json", "jsonl", "sarif", "html"), default=None)
+    a.add_argument("--format", choices=CHOICES["format"], default=None)
     a.add_argument("--output", "-o", help="write the report to FILE instead of stdout")
     a.add_argument("--reference", help="reference file for every candidate")
     a.add_argument("--entry", help="entry class name (default ModelNew)")
     a.add_argument("--problems", help="KernelBench problems folder for level_L_problem_P_sample_S_kernel.py names")
     a.add_argument("--select", action="append", help="only these rule ids, hack types or categories (comma-separated)")
     a.add_argument("--ignore", action="append", help="skip these rule ids, hack types or categories")
-    a.add_argument("--min-confidence", choices=("low", "medium", "high"), default=None)
-    a.add_argument("--fail-on", choices=SEVERITY_CHOICES, default=None,
+    a.add_argument("--min-confidence", choices=CHOICES["min-confidence"], default=None)
+    a.add_argument("--fail-on", choices=CHOICES["fail-on"], default=None,
                    help="lowest severity that makes the exit code 1 (default medium)")
-    a.add_argument("--policy", choices=("kernelbench", "any"), default=None,
+    a.add_argument("--policy", choices=CHOICES["policy"], default=None,
                    help="kernelbench: a custom kernel is required (default); any: only cheats count")
     a.add_argument("--baseline", help="suppress findings whose fingerprints are in FILE")
     a.add_argument("--sidecars", action="store_true",
                    help="pair candidates with references through <stem>.toml sidecars beside them (they lie in the "
                         "audited tree: use only on a tree you wrote; the bundled demo always does)")
     a.add_argument("--write-baseline", metavar="FILE", help="write the fingerprints of this audit's findings to FILE")
-    a.add_argument("--dynamic", choices=("off", "auto", "all"), default=None,
+    a.add_argument("--dynamic", choices=CHOICES["dynamic"], default=None,
                    help="auto (default): run the probes the static suspects name when torch is installed; "
                         "all: every probe on every submission; off: static only")
-    a.add_argument("--device", choices=("cpu", "cuda"), default=None,
+    a.add_argument("--device", choices=CHOICES["device"], default=None,
                    help="where candidates run for dynamic confirmation (default: cuda when available)")
     a.add_argument("--timeout", type=float, default=None, help="wall-clock limit per worker, seconds (default 180)")
-    a.add_argument("--cuda-ghost", choices=("suspects", "always", "never"), default=None,
+    a.add_argument("--cuda-ghost", choices=CHOICES["cuda-ghost"], default=None,
                    help="ghost replay of CUDA kernels rebuilds the extension (about a minute): where a finding "
                         "asks for it (default), on every CUDA candidate, or never")
-    a.add_argument("--measure", nargs="?", const="survivors", choices=("survivors", "all"), default=None,
+    a.add_argument("--measure", nargs="?", const="survivors", choices=CHOICES["measure"], default=None,
                    help="fair measurement after the audit: speedup against the strict fp32 and the TF32 "
                         "reference, peak memory, flags; survivors (the default) measures candidates whose "
                         "verdict is clean or suspect, all measures every candidate that runs")
@@ -67,14 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--measure-compile", action="store_true",
                    help="also time the reference under torch.compile, as a third baseline")
     a.add_argument("--api-mode", action="store_true",
-                   help="KernelGuard-compatible: read one candidate's source on stdin, print one JSON object "
-                        "(classification, should_filter, filter_reason, matched_patterns) as the last line, "
-                        "exit 0 whatever it finds")
+                   help="KernelGuard-compatible: read one candidate's source on stdin, print one JSON object in "
+                        "KernelGuard's shape (classification, should_filter, filter_reason, matched_patterns) as the "
+                        "last line, exit 0 whatever it finds")
+    a.add_argument("--profile", choices=CHOICES["profile"], default=None,
+                   help="KernelGuard's profiles: default and sol-execbench filter hacked candidates, strict also "
+                        "contract violations, generic audits under the any policy (sets --policy where it is not "
+                        "given)")
     a.add_argument("--jobs", "-j", type=int, default=None, help="processes for the static pass")
     a.add_argument("--dynamic-jobs", type=int, default=None,
                    help="candidates audited at a time (default: one per GPU on CUDA, each audit's workers "
                         "pinned to its GPU; --jobs on the CPU); with --backend ray, per Ray task")
-    a.add_argument("--backend", choices=("local", "ray"), default=None,
+    a.add_argument("--backend", choices=CHOICES["backend"], default=None,
                    help="local process pool (default) or Ray tasks (pip install 'hackscan-gpu[ray]'): static "
                         "batches on CPUs, dynamic audits one GPU per task in a fresh worker process")
     a.add_argument("--ray-address", default=None,
@@ -88,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip Python files with no entry class, no Triton kernel and no extension (the pre-commit "
                         "hook: ordinary modules pass)")
     a.add_argument("--quiet", "-q", action="store_true", help="text format: only submissions that are not clean")
-    a.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    a.add_argument("--color", choices=CHOICES["color"], default=None, help="text format (default auto)")
 
     sub.add_parser("rules", help="list the rules").add_argument("--format", choices=("text", "json"), default="text")
     e = sub.add_parser("explain", help="show a rule's documentation")
@@ -270,43 +276,49 @@ API_MAX_BYTES = 2_000_000
 
 
 def _api_mode(args, cfg) -> int:
-    """One candidate on stdin, one JSON object as the last line of stdout, exit 0 (a filter in a
-    pipeline: what it found is in the object, not the exit code). Static only unless --dynamic
-    is given with --reference."""
+    """KernelGuard's api mode (hackscan.integrations.kernelguard): one candidate on stdin, one
+    JSON object in KernelGuard's shape as the last line of stdout, exit 0 whatever it finds (a
+    filter in a pipeline: what it found is in the object). Static only unless --dynamic is given
+    with --reference."""
     from hackscan.api import audit
+    from hackscan.integrations import kernelguard
 
+    profile = args.profile or cfg.get("profile", "default")
     data = sys.stdin.buffer.read(API_MAX_BYTES + 1)
-    obj = {"classification": "error", "should_filter": False, "filter_reason": "", "matched_patterns": [],
-           "hack_types": [], "tool": "hackscan"}
+    obj = kernelguard.empty(profile)
     if len(data) > API_MAX_BYTES:
-        obj["filter_reason"] = f"input larger than {API_MAX_BYTES} bytes"
+        obj["error"] = f"input larger than {API_MAX_BYTES} bytes"
     elif not data.strip():
-        obj["filter_reason"] = "no source on stdin"
+        obj["error"] = "no source on stdin"
     else:
         try:
             src = data.decode("utf-8")
         except UnicodeDecodeError:
             src = None
-            obj["filter_reason"] = "stdin is not UTF-8 text"
+            obj["error"] = "stdin is not UTF-8 text"
         if src is not None:
+            obj["code_hash"] = kernelguard.code_hash(src)
             dynamic = args.dynamic or "off"
             if dynamic != "off" and not args.reference:
                 dynamic = "off"
+            policy = args.policy or cfg.get("policy") or kernelguard.PROFILE_POLICY[profile]
             try:
-                r = audit(src, args.reference, dynamic=dynamic, device=args.device or "cpu",
-                          policy=args.policy or cfg.get("policy", "kernelbench"), entry=args.entry or "ModelNew")
+                r = audit(src, args.reference, dynamic=dynamic, device=args.device or "cpu", policy=policy,
+                          entry=args.entry or "ModelNew")
             except Exception as e:  # noqa: BLE001 - the object says what went wrong
-                obj["filter_reason"] = f"{type(e).__name__}: {e}"[:500]
+                obj["error"] = f"{type(e).__name__}: {e}"[:500]
             else:
-                obj.update(classification=r.verdict, should_filter=r.verdict in ("hacked", "violation"),
-                           filter_reason="; ".join(r.reasons)[:1000] if r.verdict in ("hacked", "violation") else "",
-                           matched_patterns=sorted({f.rule_id for f in r.findings}), hack_types=list(r.hack_types))
+                obj = kernelguard.from_result(r, src, profile)
                 for reason in r.reasons:
                     print(f"hackscan: {reason}")
-                if r.error:
-                    obj["filter_reason"] = r.error
     print(json.dumps(obj))
     return 0
+
+
+def _profile_policy(profile: str | None) -> str:
+    from hackscan.integrations.kernelguard import PROFILE_POLICY
+
+    return PROFILE_POLICY.get(profile or "default", "kernelbench")
 
 
 def _inside_audited(cfg: Path, paths: list[str]) -> bool:
@@ -341,6 +353,10 @@ def cmd_audit(args) -> int:
         cfg = load_config(cfg_path)
     except ConfigError as e:
         return _err(str(e))
+    from hackscan.integrations.kernelguard import PROFILES
+
+    if cfg.get("profile") is not None and cfg["profile"] not in PROFILES:
+        return _err(f"unknown profile {cfg['profile']!r} in {cfg_path} (KernelGuard's: {', '.join(PROFILES)})")
     if args.api_mode:
         return _api_mode(args, cfg)
     dynamic = args.dynamic or cfg.get("dynamic", "auto")
@@ -358,7 +374,7 @@ def cmd_audit(args) -> int:
     fmt = args.format or cfg.get("format", "text")
     if fmt not in ("text", "json", "jsonl", "sarif", "html"):
         return _err(f"unknown format {fmt!r}")
-    policy = args.policy or cfg.get("policy", "kernelbench")
+    policy = args.policy or cfg.get("policy") or _profile_policy(args.profile or cfg.get("profile"))
     if policy not in ("kernelbench", "any"):
         return _err(f"unknown policy {policy!r}")
     fail_on = args.fail_on or cfg.get("fail-on", "medium")
@@ -395,7 +411,7 @@ def cmd_audit(args) -> int:
     reference = Path(args.reference) if args.reference else None
     if reference is not None and not reference.is_file():
         return _err(f"--reference {reference}: no such file")
-    problems = Path(args.problems) if args.problems else None
+    problems = Path(args.problems or cfg["problems"]) if args.problems or cfg.get("problems") else None
     if problems is not None and not problems.is_dir():
         return _err(f"--problems {problems}: no such folder")
     root = corpus_dir() if demo else None
@@ -407,7 +423,8 @@ def cmd_audit(args) -> int:
         print("hackscan: nothing to audit (no .py/.cu/.cuh/.cpp candidates found)", file=sys.stderr)
         return EXIT_NOTHING
     max_bytes = args.max_bytes or cfg.get("max-bytes", MAX_BYTES)
-    show = (not args.no_progress and sys.stderr.isatty() and len(items) > 10)
+    kernels_only = args.kernels_only or cfg.get("kernels-only", False)
+    show = (not (args.no_progress or cfg.get("no-progress", False)) and sys.stderr.isatty() and len(items) > 10)
     prog = Progress(len(items), show)
     results = []
     out_stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
@@ -477,7 +494,7 @@ def cmd_audit(args) -> int:
             from hackscan.inputs.load import NOT_A_KERNEL
 
             for r in stream:
-                if args.kernels_only and r.error and r.error.startswith(NOT_A_KERNEL):
+                if kernels_only and r.error and r.error.startswith(NOT_A_KERNEL):
                     prog.step(r.path)
                     continue   # ordinary Python beside the kernels (a pre-commit run over a repository)
                 if r.path in claim_of:
@@ -496,9 +513,11 @@ def cmd_audit(args) -> int:
         if fmt == "text":
             from hackscan.report import text
 
-            color = args.color == "always" or (args.color == "auto" and out_stream is sys.stdout
+            colour = args.color or cfg.get("color", "auto")
+            color = colour == "always" or (colour == "auto" and out_stream is sys.stdout
                                                and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-            out_stream.write(text.render(results, color=color, show_clean=not args.quiet, root=root, dynamic=dynamic))
+            quiet = args.quiet or cfg.get("quiet", False)
+            out_stream.write(text.render(results, color=color, show_clean=not quiet, root=root, dynamic=dynamic))
         elif fmt == "json":
             out_stream.write(jsonout.render(results, policy=policy, dynamic=dynamic, config=args.config_used))
         elif fmt == "html":

@@ -11,10 +11,30 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+# The one table of `hackscan audit`'s settings: every option of the command is either a key here
+# (the same name, settable in hackscan.toml or [tool.hackscan]; the command line wins) or in
+# CLI_ONLY with the reason it is not (tests/test_cli.py holds the two to the parser).
 KEYS = {"select": list, "ignore": list, "min-confidence": str, "fail-on": str, "policy": str,
-        "format": str, "baseline": str, "jobs": int, "entry": str, "max-bytes": int, "dynamic": str, "device": str, "timeout": float,
-        "cuda-ghost": str, "measure": str, "measure-budget": float, "measure-compile": bool,
-        "backend": str, "ray-address": str, "task-timeout": float, "dynamic-jobs": int}
+        "format": str, "baseline": str, "jobs": int, "entry": str, "max-bytes": int, "dynamic": str, "device": str,
+        "timeout": float, "cuda-ghost": str, "measure": str, "measure-budget": float, "measure-compile": bool,
+        "backend": str, "ray-address": str, "task-timeout": float, "dynamic-jobs": int, "profile": str,
+        "problems": str, "kernels-only": bool, "quiet": bool, "color": str, "no-progress": bool}
+# the keys whose values are words from a fixed list (the command line's choices are these)
+CHOICES = {"format": ("text", "json", "jsonl", "sarif", "html"), "min-confidence": ("low", "medium", "high"),
+           "fail-on": ("info", "low", "medium", "high", "critical"), "policy": ("kernelbench", "any"),
+           "dynamic": ("off", "auto", "all"), "device": ("cpu", "cuda"), "cuda-ghost": ("suspects", "always", "never"),
+           "measure": ("off", "survivors", "all"), "profile": ("default", "strict", "generic", "sol-execbench"),
+           "backend": ("local", "ray"), "color": ("auto", "always", "never")}
+# paths in the configuration are read relative to the file that holds them
+PATH_KEYS = ("baseline", "problems")
+CLI_ONLY = {
+    "api-mode": "a mode of one invocation (one candidate on stdin)",
+    "config": "names the configuration file itself",
+    "output": "where one run's report goes",
+    "reference": "the reference of one run's candidates",
+    "write-baseline": "one run's output file",
+    "sidecars": "pairs candidates through files in the audited tree: a trust decision made on the command line",
+}
 
 
 class ConfigError(ValueError):
@@ -52,7 +72,10 @@ def load_config(path: Path | None) -> dict:
             v = float(v)   # `timeout = 300` in TOML is an integer
         if not isinstance(v, KEYS[k]):
             raise ConfigError(f"{path}: {k} must be a {KEYS[k].__name__}")
+        if k in CHOICES and v not in CHOICES[k]:
+            raise ConfigError(f"{path}: {k} must be one of {', '.join(CHOICES[k])}, not {v!r}")
         out[k] = v
-    if "baseline" in out:
-        out["baseline"] = str((path.parent / out["baseline"]).resolve())
+    for k in PATH_KEYS:
+        if k in out:
+            out[k] = str((path.parent / out[k]).resolve())
     return out

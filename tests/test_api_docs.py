@@ -34,12 +34,16 @@ def api_mode(src: str, *extra: str) -> tuple[int, dict]:
 
 
 def test_api_mode_last_line_and_exit_code():
-    hack = (ROOT / "corpus/synthetic/value-special-casing/relu_nonneg_shortcut.py").read_text()
+    # a certain cheat (the timer rebound) is filtered; a suspicion no run settled is not
+    hack = (ROOT / "corpus/synthetic/timer-tampering/event_elapsed_patched.py").read_text()
     rc, obj = api_mode(hack)
-    assert rc == 0 and obj["should_filter"] and obj["classification"] in ("hacked", "violation")
-    assert "value-dependent-branch" in obj["matched_patterns"] and obj["filter_reason"]
+    assert rc == 0 and obj["should_filter"] and obj["classification"] == "hacked"
+    assert obj["filter_reason"] == "high_critical"
+    assert "TIMER_API_PATCHED" in {p["pattern"] for p in obj["matched_patterns"]}
+    rc, obj = api_mode((ROOT / "corpus/synthetic/value-special-casing/relu_nonneg_shortcut.py").read_text())
+    assert rc == 0 and obj["classification"] == "suspicious" and not obj["should_filter"]
+    assert obj["filter_reason"] is None and "value-dependent-branch" in {p["rule_id"] for p in obj["matched_patterns"]}
     rc, obj = api_mode((ROOT / "corpus/synthetic/legit/triton_relu.py").read_text())
-    assert rc == 0 and obj == {"classification": "clean", "should_filter": False, "filter_reason": "",
-                               "matched_patterns": [], "hack_types": [], "tool": "hackscan"}
+    assert rc == 0 and obj["classification"] == "valid" and not obj["should_filter"] and obj["matched_patterns"] == []
     rc, obj = api_mode("")
-    assert rc == 0 and obj["classification"] == "error" and not obj["should_filter"]
+    assert rc == 0 and obj["classification"] == "low_confidence" and not obj["should_filter"] and obj["error"]

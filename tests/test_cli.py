@@ -1,6 +1,7 @@
 """The real CLI, run as a subprocess on real files: exit codes, formats, options."""
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 from pathlib import Path
@@ -311,3 +312,48 @@ def test_the_progress_bar_fits_an_80_column_terminal(monkeypatch, capsys):
     prog.close()
     frames = capsys.readouterr().err.split("\r")
     assert frames and all(len(f) <= 79 for f in frames), max(map(len, frames))
+
+
+def _audit_options() -> dict:
+    from hackscan.cli import build_parser
+
+    p = build_parser()
+    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    return {max(a.option_strings, key=len).lstrip("-"): a for a in sub.choices["audit"]._actions
+            if a.option_strings and a.dest != "help"}
+
+
+def test_every_audit_option_is_a_config_key_or_said_to_be_command_line_only():
+    """One table (hackscan.config): every option of `hackscan audit` has the config key of its
+    name, or a reason in CLI_ONLY; every key is an option; word-valued options take exactly the
+    words the config accepts."""
+    from hackscan.config import CHOICES, CLI_ONLY, KEYS
+
+    opts = _audit_options()
+    assert not set(KEYS) & set(CLI_ONLY)
+    assert set(opts) == set(KEYS) | set(CLI_ONLY), (sorted(set(opts) - set(KEYS) - set(CLI_ONLY)),
+                                                    sorted(set(KEYS) | set(CLI_ONLY) - set(opts)))
+    for name, action in opts.items():
+        if action.choices is not None:
+            assert tuple(action.choices) == CHOICES[name], name
+    assert set(CHOICES) <= set(KEYS)
+    # every key is read: the command line's value or the file's
+    src = (ROOT / "hackscan" / "cli.py").read_text()
+    unread = [k for k in KEYS if f'cfg.get("{k}"' not in src and f'cfg["{k}"]' not in src]
+    assert not unread, unread
+
+
+def test_word_valued_keys_are_checked_when_the_file_is_read(tmp_path, cli):
+    # the configuration beside the audited folder, not inside it (one inside is ignored)
+    k = tmp_path / "k"
+    k.mkdir()
+    (tmp_path / "hackscan.toml").write_text('color = "sometimes"\n')
+    shutil.copy(CORPUS / "legit" / "triton_relu.py", k / "cand.py")
+    r = cli("audit", "k/cand.py", cwd=tmp_path)
+    assert r.returncode == 2 and "color must be one of" in r.stderr, r.stderr
+    (tmp_path / "hackscan.toml").write_text('quiet = true\nkernels-only = true\nprofile = "generic"\n')
+    (k / "plain.py").write_text("def f():\n    return 1\n")
+    r = cli("audit", "k", cwd=tmp_path)
+    assert r.returncode == 0 and "plain.py" not in r.stdout and "cand.py" not in r.stdout, r.stdout + r.stderr
+    r = cli("audit", "k", "--config", "/dev/null", cwd=tmp_path)
+    assert "plain.py" in r.stdout + r.stderr, r.stdout + r.stderr

@@ -92,8 +92,12 @@ def test_dynamic_on_cpu(tmp_path, cli):
 
 
 def test_kernelguard_mode_takes_a_gpumode_submission(cli):
-    for name, want in (("submission.py", False), ("submission_torch.py", True)):
-        r = cli("audit", "--api-mode", stdin=(PROBLEM / name).read_text())
+    # the PyTorch-only submission is a contract violation: filtered under KernelGuard's strict
+    # profile, suspicious (never filtered) under its default one
+    for name, profile, want in (("submission.py", "default", False), ("submission_torch.py", "default", False),
+                                ("submission_torch.py", "strict", True)):
+        r = cli("audit", "--api-mode", "--profile", profile, stdin=(PROBLEM / name).read_text())
         assert r.returncode == 0
         out = json.loads(r.stdout.strip().splitlines()[-1])
-        assert out["classification"] != "error" and out["should_filter"] is want, out
+        assert out["verdict"] != "error" and out["should_filter"] is want, out
+        assert out["classification"] == ("hacked" if want else "valid" if name == "submission.py" else "suspicious")

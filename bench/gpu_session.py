@@ -20,7 +20,7 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import dynamic_corpus as dc  # noqa: E402
+import dynamic_corpus as dc
 
 ROOT = dc.ROOT
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from hackscan.api import audit, audit_many, scan, scan_paths  # noqa: E402
-from hackscan.session import Session  # noqa: E402
+from hackscan.api import audit, audit_many, scan, scan_paths
+from hackscan.session import Session
 
 __all__ = ["Session", "audit", "audit_many", "scan", "scan_paths", "__version__"]

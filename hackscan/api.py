@@ -40,7 +40,7 @@ def _scan_one(path: str, data: str | bytes, ref: str | bytes | None, ref_path: s
         return error_result(path, str(e), seconds=time.perf_counter() - t0)
     except RecursionError:
         return error_result(path, "file nests too deeply to analyse", seconds=time.perf_counter() - t0)
-    except Exception as e:  # an analyser bug must not lose the rest of the audit
+    except Exception as e:  # noqa: BLE001 - an analyser bug must not lose the rest of the audit
         return error_result(path, f"internal error while analysing: {type(e).__name__}: {e}",
                             seconds=time.perf_counter() - t0)
 

@@ -365,7 +365,7 @@ def cmd_audit(args) -> int:
     device = args.device or cfg.get("device")
     if dynamic != "off":
         try:
-            import torch  # noqa: F401 - the dynamic layer compares tensors in the auditor
+            import torch
         except ImportError:
             if args.dynamic:
                 return _err(f"--dynamic {dynamic} needs PyTorch in the auditor's environment "
@@ -437,7 +437,7 @@ def cmd_audit(args) -> int:
             return _err(f"unknown measure mode {measure!r}")
         if measure != "off":
             try:
-                import torch  # noqa: F401
+                import torch
             except ImportError:
                 return _err("--measure needs PyTorch in the auditor's environment (pip install 'hackscan-gpu[dynamic]')")
         if dynamic != "off" or measure != "off":

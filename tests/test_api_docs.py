@@ -23,7 +23,7 @@ def test_every_api_example_runs():
     for i, b in enumerate(blocks):
         try:
             exec(compile(b, f"docs/api.md[{i}]", "exec"), ns)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise AssertionError(f"example {i} failed: {type(e).__name__}: {e}\n{b}") from e
 
 

@@ -6,7 +6,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 
 from conftest import CORPUS, PROBLEMS, ROOT, run_cli
 

@@ -3,7 +3,6 @@ Candidates and references are written here, small, so the suite stays fast."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -229,7 +228,7 @@ def test_seed_never_reaches_the_candidate(session, refs, tmp_path):
         open("env.json", "w").write(json.dumps(dict(os.environ)))
 
         class ModelNew"""))
-    r = run(session, refs, tmp_path, spy)
+    run(session, refs, tmp_path, spy)
     env_files = list(session.work.glob("cand-*/env.json"))
     assert env_files
     seen = env_files[-1].read_text()

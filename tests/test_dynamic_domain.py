@@ -3,6 +3,7 @@ perturbed at construction, every dtype and input shape (issue: verdicts that hol
 kernels). Each reference and candidate is written here, small, and audited on the CPU."""
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest

@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hackscan.api import scan_item  # noqa: E402
-from hackscan.dynamic.audit import DynamicOptions, DynamicSession  # noqa: E402
-from hackscan.engine import Options  # noqa: E402
-from hackscan.inputs.discover import Item  # noqa: E402
+from hackscan.api import scan_item
+from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+from hackscan.engine import Options
+from hackscan.inputs.discover import Item
 
 REF = """
 import torch

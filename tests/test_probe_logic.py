@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hackscan.dynamic.probe import Observations  # noqa: E402
-from hackscan.dynamic.probes.kernel_attribution import KernelAttribution, classify  # noqa: E402
-from hackscan.dynamic.probes.stream_join import StreamJoin  # noqa: E402
-from hackscan.dynamic.probes.timing_integrity import TimingIntegrity  # noqa: E402
-from hackscan.dynamic.rewrite import disable_cuda_kernels  # noqa: E402
+from hackscan.dynamic.probe import Observations
+from hackscan.dynamic.probes.kernel_attribution import KernelAttribution, classify
+from hackscan.dynamic.probes.stream_join import StreamJoin
+from hackscan.dynamic.probes.timing_integrity import TimingIntegrity
+from hackscan.dynamic.rewrite import disable_cuda_kernels
 
 GLUE = ("aten::copy_", "aten::fill_", "aten::zeros")
 

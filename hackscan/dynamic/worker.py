@@ -460,7 +460,7 @@ def main(jobdir: str) -> int:
             n0 = len(result["steps"])
             try:
                 _run_step(torch, step, sets, variants, device, jobdir, result, slots, job.get("poison_sizes", ()))
-            except Exception as e:  # noqa: BLE001 - outside a call: moving inputs after a fault, say
+            except Exception as e:
                 if device != "cuda" or not _context_lost(f"{type(e).__name__}: {e}"):
                     raise
                 result["steps"].append({"set": step.get("slot") or step.get("as") or step.get("set"), "variant": "fp32",
@@ -474,7 +474,7 @@ def main(jobdir: str) -> int:
             # not while the second model is built (which would lose every call already made)
             try:
                 torch.cuda.synchronize()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 if not _context_lost(f"{type(e).__name__}: {e}"):
                     raise
                 lost = f"not run: the CUDA context was lost to a fault after the last call ({type(e).__name__}: {e})"[:500]
@@ -527,7 +527,7 @@ def _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result,
             _reinit(torch, variants[0][1], job["reinit_seed"], os.path.join(jobdir, "params.pt"), result)
             _run_step(torch, {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}, sets,
                       variants[:1], device, jobdir, result, slots)
-    except Exception as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt go up
+    except Exception as e:
         why = f"{type(e).__name__}: {e}"
         if device != "cuda" or not _context_lost(why):
             raise
@@ -1073,7 +1073,7 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     softmax, abs, clamp, masks, casts, integer ranges) still holds on the hidden values. Each
     hidden set is then checked against the structure the visible sets share and dropped, with
     the reason, where it left the problem's domain."""
-    get_inputs = getattr(mod, "get_inputs")
+    get_inputs = mod.get_inputs
     get_init = getattr(mod, "get_init_inputs", lambda: [])
     try:
         with torch.device("meta"):
@@ -1853,7 +1853,7 @@ def _run_step(torch, step, sets, variants, device, jobdir, result, slots, poison
                 at_return = _snapshot(torch, out)
                 torch.cuda.synchronize()
                 rec["changed_after_return"] = _changed_since(torch, at_return, out)
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             rec["error"] = f"{type(e).__name__}: {e}"[:1000]
             result["steps"].append(rec)
             if isinstance(e, (SystemExit, KeyboardInterrupt)):

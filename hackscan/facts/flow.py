@@ -175,7 +175,6 @@ class PyFlow:
         return None
 
     def kind(self, c: Call) -> str:
-        py = self.py
         callee = c.callee
         if callee.endswith("[]"):
             base = callee[:-2].split(".")[-1]

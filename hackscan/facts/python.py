@@ -11,7 +11,7 @@ from functools import cached_property
 
 import tree_sitter as ts
 
-from hackscan.parse.strings import const_str, fold, fold_list, Folded
+from hackscan.parse.strings import const_str, fold_list, Folded
 from hackscan.parse.trees import blank_comments, text
 
 LOADERS = ("torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load")

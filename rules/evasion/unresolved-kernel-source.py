@@ -1,5 +1,4 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import text
 
 
 class UnresolvedKernelSource(Rule):

@@ -1,7 +1,6 @@
 import re
 
 from hackscan.rule import Rule
-from hackscan.parse.trees import text
 
 
 class KernelNeverLaunched(Rule):

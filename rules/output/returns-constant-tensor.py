@@ -1,7 +1,6 @@
-from hackscan.facts.flow import CREATE, GLUE, LITERAL, PARAM, CUSTOM, HEAVY, COMPUTE
+from hackscan.facts.flow import CREATE, GLUE, LITERAL, PARAM
 from hackscan.facts import torchops
 from hackscan.rule import Rule
-from hackscan.ruletools import calls_in_node
 
 
 class ReturnsConstantTensor(Rule):

@@ -1,6 +1,6 @@
-from hackscan.facts.flow import PARAM, GLUE, LITERAL, CUSTOM
+from hackscan.facts.flow import PARAM, GLUE, LITERAL
 from hackscan.rule import Rule
-from hackscan.ruletools import inside, condition_tags
+from hackscan.ruletools import inside
 from hackscan.parse.trees import text
 
 

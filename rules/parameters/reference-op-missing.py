@@ -1,5 +1,4 @@
 from hackscan.facts import torchops
-from hackscan.parse.trees import text, walk
 from hackscan.rule import Rule
 
 

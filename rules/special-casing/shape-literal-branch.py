@@ -30,10 +30,9 @@ def _literal_ints(n):
         return
     if n.type in ("binary_operator", "binary_expression") and len(text(n)) <= 40 and _all_literal(n):
         # a size written as a product of literals (`32 * 4096`): its value and its factors
-        try:
-            yield int(eval(text(n).replace("/", "//"), {"__builtins__": {}}))   # digits and operators only
-        except Exception:
-            pass
+        value = _value(n)
+        if value is not None:
+            yield value
         for k in n.named_children:
             yield from _literal_ints(k)
         return
@@ -42,6 +41,35 @@ def _literal_ints(n):
             yield int(text(n).rstrip("uUlL"), 0)
         except ValueError:
             pass
+
+
+def _value(n) -> int | None:
+    """The integer a product of literals stands for, read off the tree (the audited text is never
+    evaluated); None where it is not one (a division by zero). `/` is read as `//`."""
+    if n.type in ("integer", "number_literal"):
+        try:
+            return int(text(n).rstrip("uUlL"), 0)
+        except ValueError:
+            return None
+    kids = [k for k in n.named_children if k.type != "comment"]
+    if n.type == "parenthesized_expression":
+        return _value(kids[0]) if len(kids) == 1 else None
+    if len(kids) != 2:
+        return None
+    a, b = _value(kids[0]), _value(kids[1])
+    ops = [text(c) for c in n.children if not c.is_named and text(c) not in ("(", ")")]
+    if a is None or b is None or len(ops) != 1:
+        return None
+    op = ops[0]
+    if op == "*":
+        return a * b
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op in ("/", "//") and b != 0:
+        return a // b
+    return None
 
 
 def _all_literal(n) -> bool:

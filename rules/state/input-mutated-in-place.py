@@ -1,4 +1,3 @@
-from hackscan.facts.flow import PARAM
 from hackscan.rule import Rule
 from hackscan.parse.trees import text
 

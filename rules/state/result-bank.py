@@ -1,5 +1,5 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import text, walk
+from hackscan.parse.trees import text
 from hackscan.facts.flow import PARAM
 
 

@@ -33,7 +33,10 @@ def load_rules(folder: Path | None = None) -> list[type[Rule]]:
 
 @lru_cache(maxsize=4)
 def _load(folder: str) -> tuple[type[Rule], ...]:
+    from hackscan.dynamic.probe import probe_catalogue
+
     root = Path(folder)
+    catalogue = probe_catalogue()
     out: list[type[Rule]] = []
     for path in sorted(root.glob("*/*.py")):
         if path.name.startswith("_"):
@@ -52,6 +55,10 @@ def _load(folder: str) -> tuple[type[Rule], ...]:
         if rule.id != path.stem:
             raise RuleError(f"{path}: rule id {rule.id!r} must equal the file stem")
         rule.category = path.parent.name
+        unknown = [pn for pn in rule.probes if pn not in catalogue]
+        if unknown:
+            raise RuleError(f"{path}: probes {unknown} name no probe (a probe's name or one of its `answers`: "
+                            f"{', '.join(sorted(catalogue))})")
         out.append(rule)
     ids = [r.id for r in out]
     dupes = {i for i in ids if ids.count(i) > 1}

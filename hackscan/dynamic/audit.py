@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from hackscan.dynamic.probe import VARIANTS, Observations, Outcome, Probe, load_probes, same_shapes
+from hackscan.dynamic.probe import (ALL_PROBES, VARIANTS, Observations, Outcome, Probe, load_probes, probe_catalogue,
+                                    same_shapes)
 from hackscan.dynamic import CAST_DTYPES, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
@@ -27,23 +28,6 @@ from hackscan.dynamic.tensorfile import load_outputs
 from hackscan.engine import verdict as static_verdict
 from hackscan.findings import Dynamic, Finding, Location, SubmissionResult
 
-# the names rules use for the probes that would confirm them -> the probes that implement them
-PROBE_ALIASES = {
-    "hidden-distributions": ("hidden-distributions",), "sensitivity": ("sensitivity",),
-    "fresh-call-consistency": ("fresh-call-consistency",), "timed-recheck": ("fresh-call-consistency",),
-    "per-call-timing": ("fresh-call-consistency",), "sentinel-output": ("poisoned-allocator",),
-    "poisoned-allocator": ("poisoned-allocator",),
-    "input-integrity": ("input-integrity",), "output-type": ("output-type",),
-    "identity-check": ("identity-check",), "global-state-diff": ("global-state-diff",),
-    "reference-absent": ("isolated-worker",), "isolated-worker": ("isolated-worker",),
-    "thread-count": ("global-state-diff",), "secret-seed-inputs": ("hidden-distributions",),
-    "other-shapes": ("other-shapes",), "all-probes": (),
-    "ghost-replay": ("ghost-replay",), "forced-failure": ("forced-failure",), "branch-trace": ("branch-trace",),
-    "parameter-reinit": ("parameter-reinit",), "output-fingerprint": ("output-fingerprint",),
-    "timing-integrity": ("output-fingerprint", "timing-integrity", "stream-join"),
-    "precision-audit": ("precision-audit",), "kernel-attribution": ("kernel-attribution",),
-    "profiler-toggle": ("profiler-toggle",), "stream-join": ("stream-join",),
-}
 
 
 @dataclass
@@ -887,9 +871,10 @@ class DynamicSession:
         if self.opts.mode == "all":
             return list(allp.values())
         names: set[str] = {"hidden-distributions"}
+        catalogue = probe_catalogue()
         for f in result.findings:
             for pn in f.probes:
-                names.update(PROBE_ALIASES.get(pn, ()))
+                names.update(catalogue.get(pn, ()))
         return [allp[n] for n in sorted(names) if n in allp]
 
     @staticmethod
@@ -940,8 +925,9 @@ class DynamicSession:
                                     **({"hack_type": o.hack_type} if o.hack_type else {})} for o in outcomes}
         findings: list[Finding] = []
         matched_catches: set[str] = set()
+        catalogue = probe_catalogue()
         for f in result.findings:
-            names = [n for pn in f.probes for n in PROBE_ALIASES.get(pn, ())]
+            names = [n for pn in f.probes for n in catalogue.get(pn, ())]
             rel = [by_name[n] for n in names if n in by_name]
             caught = [o for o in rel if o.status == "caught" and (o.hack_type in (None, f.hack_type))
                       and _confirms(o.probe, f.hack_type)]
@@ -954,13 +940,7 @@ class DynamicSession:
                 dyn = Dynamic("inconclusive", rel[0].probe, "certain by construction; the probe saw no effect "
                               "in isolation (the harness it targets is absent there)")
             elif rel and all(o.status == "passed" for o in rel):
-                missing = [pn for pn in f.probes if not PROBE_ALIASES.get(pn)]
-                detail = "; ".join(o.detail for o in rel)[:500]
-                if missing:
-                    dyn = Dynamic("inconclusive", rel[0].probe,
-                                  f"{detail}; not settled without {', '.join(missing)} (not available yet)")
-                else:
-                    dyn = Dynamic("refuted", rel[0].probe, detail)
+                dyn = Dynamic("refuted", rel[0].probe, "; ".join(o.detail for o in rel)[:500])
             elif rel and any(o.status == "error" for o in rel):
                 o = next(o for o in rel if o.status == "error")
                 dyn = Dynamic("error", o.probe, o.detail)
@@ -969,8 +949,13 @@ class DynamicSession:
             elif names and self.opts.device != "cuda" and all(
                     _needs_gpu(n) for n in names if n not in by_name):
                 dyn = Dynamic("inconclusive", names[0], f"{', '.join(dict.fromkeys(names))} needs a GPU")
+            elif ALL_PROBES in f.probes:
+                # obfuscation: every probe applies to what the hidden code does; none confirms the
+                # hiding itself
+                dyn = Dynamic("inconclusive", None, "every probe ran on what the code does; none confirms the "
+                              "obfuscation itself")
             else:
-                dyn = Dynamic("inconclusive", None, "no implemented probe confirms this rule yet")
+                dyn = Dynamic("inconclusive", None, "no probe confirms this rule")
             findings.append(replace(f, dynamic=dyn))
         unmatched = [o for o in outcomes if o.status == "caught" and o.probe not in matched_catches
                      and not o.corroborates_only]

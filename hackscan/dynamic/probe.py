@@ -168,6 +168,9 @@ class Probe:
     summary: ClassVar[str]
     sets: ClassVar[tuple[str, ...]] = ()
     needs_gpu: ClassVar[bool] = False
+    # other names a rule may give in its `probes` to ask for this probe (several probes may answer
+    # one name: `timing-integrity` runs three); written as a literal tuple (probe_catalogue reads it)
+    answers: ClassVar[tuple[str, ...]] = ()
 
     def plan(self) -> list[dict]:
         """One plain forward on each of the probe's input sets (shared with other probes)."""
@@ -175,6 +178,38 @@ class Probe:
 
     def evaluate(self, obs: Observations) -> Outcome:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+# a rule's `probes` entry meaning every probe applies (run under --dynamic all)
+ALL_PROBES = "all-probes"
+
+
+@lru_cache(maxsize=1)
+def probe_catalogue() -> dict[str, tuple[str, ...]]:
+    """Every name a rule may give in its `probes` -> the probes that answer it: each probe's own
+    name and its `answers`, read from the probe modules' source (no import, so no torch: the
+    static pass checks rules against it). `all-probes` answers to none here; the audit reads it as
+    every probe it ran."""
+    import ast
+
+    out: dict[str, list[str]] = {ALL_PROBES: []}
+    for path in sorted(Path(__file__).with_name("probes").glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            attrs = {t.id: v.value for v in node.body if isinstance(v, ast.Assign)
+                     for t in v.targets if isinstance(t, ast.Name)}
+            attrs.update({v.target.id: v.value for v in node.body
+                          if isinstance(v, ast.AnnAssign) and isinstance(v.target, ast.Name) and v.value is not None})
+            if "name" not in attrs:
+                continue
+            name = ast.literal_eval(attrs["name"])
+            out.setdefault(name, []).append(name)
+            for alias in ast.literal_eval(attrs["answers"]) if "answers" in attrs else ():
+                out.setdefault(alias, []).append(name)
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 
 @lru_cache(maxsize=1)

@@ -590,7 +590,8 @@ def _set_precision(torch, mode: str) -> None:
 
 def _precise_enough(xs, rel, min_n, max_n) -> bool:
     """At least min_n samples and the median's 95% interval (order statistics) within +-rel of
-    it, or max_n samples (the same rule as hackscan.measure.stats.enough)."""
+    it, or max_n samples (the interval of hackscan.measure.stats.median_ci; the worker imports
+    nothing from hackscan, so the rule is written here)."""
     n = len(xs)
     if n < min_n:
         return False

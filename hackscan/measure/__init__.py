@@ -1,3 +1,3 @@
-"""Fair performance measurement (issue 4, in progress): statistics of repeated timings, the
+"""Fair performance measurement: statistics of repeated timings, the
 physical floor an operation cannot beat, and KernelBench-compatible summaries. The timing harness
 that produces the samples runs inside the worker (hackscan/dynamic/worker.py)."""

@@ -43,8 +43,9 @@ class ProcessNetworkFileAccess(Rule):
         access.
 
     Dynamic confirmation
-        Isolated worker with a scratch working directory, no network, results only through
-        the auditor's channel; the filesystem outside the scratch directory is checked.
+        None: the worker's walls contain the access (a scratch working directory, no network,
+        the filesystem read-only outside it, results only through the auditor's channel), and
+        no probe confirms it; the finding keeps its static verdict.
 
     Known gaps
         Access through native code loaded by an ordinary import is not seen statically.
@@ -57,7 +58,7 @@ class ProcessNetworkFileAccess(Rule):
     summary = "the candidate starts processes, opens sockets, loads native code or writes files"
     languages = ("python", "cuda")
     needs = ("python", "cuda")
-    probes = ("sandbox",)
+    probes = ()
 
     def check(self, ctx):
         f = ctx.facts

@@ -47,7 +47,7 @@ class ProfilerOrModeDetection(Rule):
         None for a branch on how the process was started: every run hackscan makes is one such
         process, so its passing probes clear nothing and the finding keeps the verdict `suspect`.
         Indistinguishable phases: outputs rechecked inside the timed loop, and the same calls with
-        and without a profiler attached (profiler-toggle, not available yet); consistent outputs
+        and without a profiler attached (profiler-toggle, on a GPU); consistent outputs
         alone do not clear it.
 
         Also branches on how the process was started or what surrounds it: interpreter flags,

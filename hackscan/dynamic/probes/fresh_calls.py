@@ -8,6 +8,7 @@ class FreshCallConsistency(Probe):
     makes: every output is compared with the reference of the values it was given."""
 
     name = "fresh-call-consistency"
+    answers = ("timed-recheck", "per-call-timing")
     confirms = ("result-caching", "cross-call-batching", "phase-detection", "stale-memory")
     summary = "every call's output matches the reference for the values it was given"
     sets = ("visible", "visible2")

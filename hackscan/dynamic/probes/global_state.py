@@ -8,6 +8,7 @@ class GlobalStateDiff(Probe):
     before the candidate is imported and after forward."""
 
     name = "global-state-diff"
+    answers = ("thread-count",)
     confirms = ("global-state-tampering", "precision-downgrade", "async-offload")
     summary = "process-wide state is unchanged by the candidate"
     sets = ("visible",)

@@ -11,6 +11,7 @@ class HiddenDistributions(Probe):
     raises, or that left the domain the visible sets share, are skipped and named."""
 
     name = "hidden-distributions"
+    answers = ("secret-seed-inputs",)
     confirms = ("value-special-casing", "analytical-shortcut", "constant-output", "skipped-stage",
                 "tolerance-exploitation", "stale-memory", "partial-computation", "shape-special-casing")
     summary = "outputs match the reference on hidden input distributions"

@@ -8,6 +8,7 @@ class IsolatedWorker(Probe):
     outputs and the harness do not exist. A candidate that needs them fails there."""
 
     name = "isolated-worker"
+    answers = ("reference-absent",)
     confirms = ("reference-reuse", "harness-introspection")
     summary = "the candidate works without the reference or the harness in its process"
     sets = ("visible",)

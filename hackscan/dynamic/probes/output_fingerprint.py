@@ -7,6 +7,7 @@ class OutputFingerprint(Probe):
     host thread is still changing the output when the caller's timer stops."""
 
     name = "output-fingerprint"
+    answers = ("timing-integrity",)
     confirms = ("side-stream", "async-offload", "cross-call-batching")
     summary = "outputs are complete when forward returns"
     sets = ("visible",)

@@ -9,6 +9,7 @@ class StreamJoin(ProfiledProbe):
     timer on the caller's stream, however short the kernel."""
 
     name = "stream-join"
+    answers = ("timing-integrity",)
     confirms = ("side-stream",)
     summary = "work on other streams is joined before forward returns"
     def evaluate(self, obs):

@@ -140,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--group-by", default="level,source", help="comma-separated: level, source (empty: none)")
     d = sub.add_parser("docs", help="write docs/rules/<id>.md from the rule docstrings")
     d.add_argument("out", nargs="?", default="docs/rules")
+    d.add_argument("--dynamic-doc", default="docs/dynamic.md", help="the document whose probe table is regenerated")
     return p
 
 
@@ -589,6 +590,18 @@ def cmd_docs(args) -> int:
     for r in load_rules():
         (out / f"{r.id}.md").write_text(rule_markdown(r), "utf-8")
     print(f"wrote {len(load_rules())} rule pages to {out}")
+    dyn = Path(args.dynamic_doc)
+    try:
+        from hackscan.dynamic.probe import with_probe_table
+    except ImportError as e:   # pragma: no cover - torch absent
+        print(f"hackscan: probe table not written ({e})", file=sys.stderr)
+        return EXIT_CLEAN
+    if dyn.is_file():
+        try:
+            dyn.write_text(with_probe_table(dyn.read_text("utf-8")), "utf-8")
+            print(f"wrote the probe table of {dyn}")
+        except ValueError:
+            return _err(f"{dyn}: no probe table markers")
     return EXIT_CLEAN
 
 

@@ -238,3 +238,27 @@ class ProfiledProbe(Probe):
 
     def plan(self) -> list[dict]:
         return [dict(PROFILE_STEP)]
+
+
+TABLE_BEGIN = "<!-- probe table: generated from the probes' docstrings by `hackscan docs`; do not edit -->"
+TABLE_END = "<!-- end of probe table -->"
+
+
+def probe_table() -> str:
+    """docs/dynamic.md's probe table, from the probes themselves: name (GPU where it needs one),
+    its docstring as one cell, the hack types it confirms and the other names rules ask it by."""
+    import inspect
+
+    rows = ["| probe | what it does | confirms | rules also ask for it as |", "|---|---|---|---|"]
+    for p in sorted(load_probes(), key=lambda p: (p.needs_gpu, p.name)):
+        doc = " ".join(inspect.getdoc(p).split()) if p.__doc__ else p.summary
+        name = f"{p.name} (GPU)" if p.needs_gpu else p.name
+        rows.append(f"| {name} | {doc.replace('|', '&#124;')} | {', '.join(p.confirms) or 'none on its own'} | "
+                    f"{', '.join(p.answers)} |")
+    return "\n".join([TABLE_BEGIN, *rows, TABLE_END])
+
+
+def with_probe_table(markdown: str) -> str:
+    """A document with its probe table (between the markers) replaced by the current one."""
+    a, b = markdown.index(TABLE_BEGIN), markdown.index(TABLE_END) + len(TABLE_END)
+    return markdown[:a] + probe_table() + markdown[b:]

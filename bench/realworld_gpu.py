@@ -50,7 +50,7 @@ def select(rows: list[dict], which: str) -> list[dict]:
 
 def _extension(path: Path) -> bool:
     """Whether the candidate builds a torch extension (inline or from C++/CUDA files beside it)."""
-    from hackscan.dynamic.audit import sibling_sources
+    from hackscan.inputs.siblings import sibling_sources
 
     try:
         text = path.read_text(errors="replace")

@@ -6,8 +6,7 @@ a call/data-flow graph, and runs every rule found under the rules folder.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from hackscan._version import __version__
 from hackscan.api import audit, audit_many, scan, scan_paths
 from hackscan.session import Session
 

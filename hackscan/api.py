@@ -1,16 +1,15 @@
 """The library entry points: `scan` for one candidate in memory, `scan_paths` for files."""
 from __future__ import annotations
 
-import os
-import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from hackscan.engine import Options, error_result, finish, load_rules
+from hackscan.engine import Options
 from hackscan.findings import SubmissionResult
 from hackscan.inputs.discover import Item, discover
-from hackscan.inputs.load import MAX_BYTES, BadInput, load
+from hackscan.scanning import _scan_one, is_path as _is_path, iter_scan, scan_item
+
+__all__ = ["audit", "audit_many", "iter_scan", "scan", "scan_item", "scan_paths"]
 
 
 def scan(candidate_source: str | bytes, reference_source: str | bytes | None = None, *,
@@ -23,125 +22,6 @@ def scan(candidate_source: str | bytes, reference_source: str | bytes | None = N
     opts = Options(tuple(select), tuple(ignore), min_confidence, policy, entry)
     suffix = ".py" if language == "python" else ".cu"
     return _scan_one(path, candidate_source, reference_source, None, suffix, None, opts)
-
-
-def _scan_one(path: str, data: str | bytes, ref: str | bytes | None, ref_path: str | None,
-              suffix: str, base_dir: Path | None, opts: Options, max_bytes: int = MAX_BYTES) -> SubmissionResult:
-    t0 = time.perf_counter()
-    own_lines = None
-    if suffix == ".py":
-        data, ref, own_lines = _gpumode(data, ref, opts.entry)
-    try:
-        loaded = load(path, data, ref, entry=opts.entry, suffix=suffix, base_dir=base_dir,
-                      reference_path=ref_path, max_bytes=max_bytes)
-        result = finish(path, loaded.facts, loaded.lines, load_rules(), opts, loaded.backend, ref_path, t0)
-        return _onto_own_lines(result, loaded.lines, own_lines) if own_lines else result
-    except BadInput as e:
-        return error_result(path, str(e), seconds=time.perf_counter() - t0)
-    except RecursionError:
-        return error_result(path, "file nests too deeply to analyse", seconds=time.perf_counter() - t0)
-    except Exception as e:  # noqa: BLE001 - an analyser bug must not lose the rest of the audit
-        return error_result(path, f"internal error while analysing: {type(e).__name__}: {e}",
-                            seconds=time.perf_counter() - t0)
-
-
-def _gpumode(data, ref, entry: str):
-    """A GPU MODE submission (custom_kernel, no entry class) and its reference (ref_kernel,
-    generate_input) read as the KernelBench pair they are equivalent to: tails appended, no line
-    moved (hackscan.inputs.gpumode)."""
-    from hackscan.inputs import gpumode
-
-    def text(x):
-        if isinstance(x, bytes):
-            try:
-                return x.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-        return x
-
-    c = text(data)
-    if c is None or not gpumode.is_candidate(c, entry):
-        return data, ref, None
-    r = text(ref) if ref is not None else None
-    if r is not None and gpumode.is_reference(r):
-        ref = gpumode.reference_source(r, {})
-    return gpumode.candidate_source(c), ref, len(c.splitlines())
-
-
-def _onto_own_lines(result: SubmissionResult, lines: list[str], own: int) -> SubmissionResult:
-    """Findings placed in the appended GPU MODE tail (the adapter's forward) are reported at the
-    submission's `def custom_kernel`, a line the user wrote."""
-    import re
-    from dataclasses import replace
-
-    at = next((i + 1 for i, ln in enumerate(lines[:own]) if re.match(r"\s*def custom_kernel\s*\(", ln)), 1)
-    moved = []
-    for f in result.findings:
-        if f.location.line > own:
-            f = replace(f, location=replace(f.location, line=at, column=1, end_line=at), snippet=lines[at - 1].strip())
-        moved.append(f)
-    return replace(result, findings=tuple(moved))
-
-
-def scan_item(item: Item, opts: Options, max_bytes: int = MAX_BYTES) -> SubmissionResult:
-    p = item.path
-    try:
-        if not p.is_file():
-            return error_result(item.display, "no such file" if not p.exists() else "not a regular file")
-        size = p.stat().st_size
-        if size > max_bytes:
-            return error_result(item.display, f"file is {size:,} bytes, over the {max_bytes:,}-byte limit")
-        data = p.read_bytes()
-        ref = ref_path = None
-        if item.reference is not None:
-            ref = item.reference.read_bytes()
-            ref_path = _rel(item.reference)
-    except OSError as e:
-        return error_result(item.display, f"cannot read: {e.strerror or e}")
-    return _scan_one(item.display, data, ref, ref_path, p.suffix if p.suffix != ".py" else ".py",
-                     p.parent, opts, max_bytes)
-
-
-def _rel(p: Path) -> str:
-    try:
-        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return p.as_posix()
-
-
-def _worker_batch(args) -> list[SubmissionResult]:
-    items, opts, max_bytes = args
-    return [scan_item(i, opts, max_bytes) for i in items]
-
-
-def iter_scan(items: list[Item], opts: Options, jobs: int = 1, max_bytes: int = MAX_BYTES,
-              backend=None) -> Iterator[SubmissionResult]:
-    """Results in input order; with jobs > 1 the work is spread over processes in chunks, or
-    over Ray tasks with a `hackscan.parallel.RayBackend` (the paths must be readable where the
-    tasks run: a local instance, or a cluster with a shared filesystem)."""
-    if backend is not None and backend.name == "ray":
-        from hackscan.parallel import BatchFailure
-
-        chunk = max(4, min(256, len(items) // (backend.jobs * 4) or 1))
-        batches = (items[i:i + chunk] for i in range(0, len(items), chunk))
-        for (batch, _, _), res in backend.map(_worker_batch, ((b, opts, max_bytes) for b in batches)):
-            if isinstance(res, BatchFailure):
-                yield from (error_result(i.display, res.reason) for i in batch)
-            else:
-                yield from res
-        return
-    if jobs <= 1 or len(items) < 8:
-        for i in items:
-            yield scan_item(i, opts, max_bytes)
-        return
-    chunk = max(4, min(64, len(items) // (jobs * 8) or 1))
-    batches = [items[i:i + chunk] for i in range(0, len(items), chunk)]
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-        for res in ex.map(_worker_batch, [(b, opts, max_bytes) for b in batches]):
-            yield from res
 
 
 def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic: str = "auto",
@@ -200,10 +80,6 @@ def audit_many(pairs: Iterable[tuple[str | Path, str | Path | None]], *, dynamic
                  cuda_ghost=cuda_ghost, measure=measure, measure_budget_s=measure_budget_s,
                  max_concurrent=max(1, jobs), dtype=dtype) as s:
         yield from s.audit_many(pairs, jobs)
-
-
-def _is_path(x) -> bool:
-    return isinstance(x, Path) or (isinstance(x, str) and "\n" not in x and len(x) < 4096 and Path(x).is_file())
 
 
 def _as_file(x: str | Path, fallback: Path) -> Path:

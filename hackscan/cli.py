@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         return EXIT_ERROR if e.code not in (0, None) else EXIT_CLEAN
     if args.version:
-        from hackscan import __version__
+        from hackscan._version import __version__
 
         print(f"hackscan {__version__}")
         return EXIT_CLEAN

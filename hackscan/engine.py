@@ -33,7 +33,7 @@ def load_rules(folder: Path | None = None) -> list[type[Rule]]:
 
 @lru_cache(maxsize=4)
 def _load(folder: str) -> tuple[type[Rule], ...]:
-    from hackscan.dynamic.probe import probe_catalogue
+    from hackscan.probe_names import probe_catalogue
 
     root = Path(folder)
     catalogue = probe_catalogue()

@@ -93,7 +93,7 @@ class Session:
             return self._dyn
 
     def _files(self, candidate, reference, text_label: str = "<candidate>") -> tuple[Path, Path | None, str]:
-        from hackscan.api import _is_path
+        from hackscan.scanning import is_path as _is_path
 
         n = next(self._ids)
         if _is_path(candidate):
@@ -131,7 +131,7 @@ class Session:
     def audit(self, candidate: str | Path, reference: str | Path | None = None) -> SubmissionResult:
         """Static audit, then (as the session was made) dynamic confirmation and measurement.
         `candidate` and `reference` are paths or source text; safe to call from several threads."""
-        from hackscan.api import scan_item
+        from hackscan.scanning import scan_item
 
         if self._closed:
             raise RuntimeError("this hackscan.Session is closed")
@@ -176,7 +176,7 @@ class Session:
         """`audit` over (candidate, reference) pairs, `jobs` at a time (at most the session's
         bound), yielding results in input order; with measurement, every audit first and then one
         timing at a time."""
-        from hackscan.api import scan_item
+        from hackscan.scanning import scan_item
 
         if self._closed:
             raise RuntimeError("this hackscan.Session is closed")

@@ -654,7 +654,7 @@ def test_samplers_imported_by_name_are_replaced_too(session, tmp_path):
 def test_special_files_from_the_audited_code_are_never_read(tmp_path):
     import os
 
-    from hackscan.dynamic.audit import sibling_sources
+    from hackscan.inputs.siblings import sibling_sources
     from hackscan.dynamic.runner import read_regular
     from hackscan.dynamic.tensorfile import BadTensorFile, load_outputs
 

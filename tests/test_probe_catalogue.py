@@ -48,7 +48,7 @@ def test_a_rule_naming_no_probe_is_refused_when_rules_load(tmp_path):
 
 def test_a_probes_answers_are_read_from_its_module(tmp_path, monkeypatch):
     """A probe module's own declaration is the only place its aliases live."""
-    import hackscan.dynamic.probe as probe_mod
+    import hackscan.probe_names as probe_mod
 
     probes = tmp_path / "probes"
     probes.mkdir()
@@ -61,7 +61,7 @@ def test_a_probes_answers_are_read_from_its_module(tmp_path, monkeypatch):
             name: str = "two-probe"
             answers = ("shared",)
     '''))
-    monkeypatch.setattr(probe_mod, "__file__", str(tmp_path / "probe.py"))
+    monkeypatch.setattr(probe_mod, "PROBES_DIR", probes)
     probe_mod.probe_catalogue.cache_clear()
     try:
         cat = probe_mod.probe_catalogue()

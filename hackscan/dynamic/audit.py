@@ -23,7 +23,9 @@ from hackscan.dynamic.probe import (ALL_PROBES, VARIANTS, Observations, Outcome,
                                     same_shapes)
 from hackscan.dynamic import CAST_DTYPES, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
+from hackscan.dynamic.builds import build_dir, cache_root, triton_cache
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
+from hackscan.inputs.siblings import reference_files, sibling_sources
 from hackscan.dynamic.tensorfile import load_outputs
 from hackscan.engine import verdict as static_verdict
 from hackscan.findings import Dynamic, Finding, Location, SubmissionResult
@@ -85,67 +87,6 @@ class DynamicOptions:
             raise ValueError(f"dtype must be one of {', '.join(CAST_DTYPES)} or None, not {self.dtype!r}")
 
 
-def cache_root() -> Path:
-    root = Path(os.environ.get("HACKSCAN_CACHE") or Path.home() / ".cache" / "hackscan")
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def sibling_sources(cand_path: Path) -> list[Path]:
-    """C++/CUDA files next to a candidate, which `load(sources=...)` may compile, and the helper
-    modules an adapted GPU MODE submission imports (hackscan.inputs.gpumode)."""
-    from hackscan.inputs.gpumode import helper_files
-
-    import stat
-
-    def regular(p: Path) -> bool:
-        # the folder is the submitter's: links (dangling, or to /dev/zero) and named pipes are
-        # neither read nor copied, so they can neither hang nor flood the auditor
-        try:
-            st = p.lstat()
-        except OSError:
-            return False
-        return stat.S_ISREG(st.st_mode) and st.st_size < 2_000_000
-
-    return sorted(p for p in cand_path.parent.iterdir()
-                  if p.suffix in (".cu", ".cuh", ".cpp", ".h", ".hpp") and regular(p)) + \
-        [h for h in helper_files(cand_path) if regular(h)]
-
-
-def reference_files(ref_path: Path) -> dict[str, Path]:
-    """What a reference worker's folder gets: the reference, and an adapted GPU MODE problem's
-    helper modules."""
-    from hackscan.inputs.gpumode import helper_files
-
-    return {"reference_module.py": ref_path, **{h.name: h for h in helper_files(ref_path)}}
-
-
-def build_dir(cand_path: Path, device: str, salt: bytes = b"") -> Path:
-    """Extension builds are keyed by the candidate's sources (the file and any C++/CUDA next to
-    it), the torch and CUDA versions and the device: generated kernels reuse names such as
-    `elementwise_add`, so the name alone never selects a build. A lock left by a killed build
-    is removed once it is older than any build may take."""
-    h = hashlib.sha256()
-    h.update(cand_path.read_bytes())
-    for sib in sibling_sources(cand_path):
-        h.update(sib.name.encode() + sib.read_bytes())
-    h.update(f"{torch.__version__}|{torch.version.cuda}|{device}".encode())
-    h.update(salt)  # a rewritten variant (ghost replay) builds apart from the original
-    d = cache_root() / "builds" / h.hexdigest()[:20]
-    d.mkdir(parents=True, exist_ok=True)
-    now = time.time()
-    for lock in d.glob("*/lock"):
-        try:
-            if now - lock.stat().st_mtime > STALE_LOCK_S:
-                lock.unlink()
-        except OSError:
-            pass
-    return d
-
-
-STALE_LOCK_S = 900
-
-
 # probes that measure a finding's claim itself, not a harness that is absent in isolation: their
 # pass refutes even a finding certain by construction (the profiler saw the candidate's kernels
 # do the work that "no custom kernel runs" denied)
@@ -169,14 +110,6 @@ def _input_tensors(path: Path) -> list:
         elif isinstance(v, dict):
             todo.extend(v.values())
     return out
-
-
-def triton_cache(bdir: Path) -> Path:
-    """Triton's cache for one candidate, inside its build folder (keyed by its sources): what
-    one candidate leaves in a cache no other candidate reads or writes."""
-    t = bdir / "triton"
-    t.mkdir(exist_ok=True)
-    return t
 
 
 def _listed_gpus() -> list[str] | None:

@@ -9,6 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
 
+from hackscan.probe_names import ALL_PROBES, probe_catalogue  # noqa: F401 - re-exported: where probes are named
+
 # head_negated / tail_negated: one half of each tensor (in memory order) negated, the other as
 # the benchmark draws it: a check on the first or last elements (`if x[0, 0] >= 0`) sees
 # benchmark-like values and takes its shortcut, the other half shows it wrong. Random sign mixes
@@ -178,38 +180,6 @@ class Probe:
 
     def evaluate(self, obs: Observations) -> Outcome:  # pragma: no cover - abstract
         raise NotImplementedError
-
-
-# a rule's `probes` entry meaning every probe applies (run under --dynamic all)
-ALL_PROBES = "all-probes"
-
-
-@lru_cache(maxsize=1)
-def probe_catalogue() -> dict[str, tuple[str, ...]]:
-    """Every name a rule may give in its `probes` -> the probes that answer it: each probe's own
-    name and its `answers`, read from the probe modules' source (no import, so no torch: the
-    static pass checks rules against it). `all-probes` answers to none here; the audit reads it as
-    every probe it ran."""
-    import ast
-
-    out: dict[str, list[str]] = {ALL_PROBES: []}
-    for path in sorted(Path(__file__).with_name("probes").glob("*.py")):
-        if path.name.startswith("_"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            attrs = {t.id: v.value for v in node.body if isinstance(v, ast.Assign)
-                     for t in v.targets if isinstance(t, ast.Name)}
-            attrs.update({v.target.id: v.value for v in node.body
-                          if isinstance(v, ast.AnnAssign) and isinstance(v.target, ast.Name) and v.value is not None})
-            if "name" not in attrs:
-                continue
-            name = ast.literal_eval(attrs["name"])
-            out.setdefault(name, []).append(name)
-            for alias in ast.literal_eval(attrs["answers"]) if "answers" in attrs else ():
-                out.setdefault(alias, []).append(name)
-    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 
 @lru_cache(maxsize=1)

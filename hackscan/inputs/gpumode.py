@@ -26,7 +26,8 @@ import re
 import shutil
 from pathlib import Path
 
-HELPERS_LIST = "_hackscan_helpers.txt"     # names of helper modules copied beside an adapted source
+from hackscan.inputs.siblings import HELPERS_LIST, sibling_sources
+
 NOT_HELPERS = {"reference.py", "eval.py", "submission.py"}
 
 
@@ -194,8 +195,6 @@ def materialize(cand_path: Path, ref_path: Path, work: Path, device: str = "cpu"
             shutil.copy(h, d / h.name)
         (d / HELPERS_LIST).write_text("".join(h.name + "\n" for h in helpers))
     # C++/CUDA files the submission compiles from its own folder travel with it
-    from hackscan.dynamic.audit import sibling_sources
-
     for sib in sibling_sources(cand_path):
         shutil.copy(sib, cdir / sib.name)
     c = cdir / cand_path.name
@@ -205,9 +204,3 @@ def materialize(cand_path: Path, ref_path: Path, work: Path, device: str = "cpu"
     return c, r
 
 
-def helper_files(path: Path) -> list[Path]:
-    """Helper modules listed beside an adapted source (empty for everything else)."""
-    lst = path.parent / HELPERS_LIST
-    if not lst.is_file():
-        return []
-    return [path.parent / n for n in lst.read_text().split() if (path.parent / n).is_file()]

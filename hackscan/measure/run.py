@@ -67,7 +67,7 @@ class Measurer:
             return b
 
     def _run_baseline(self, ref_path: Path, key: str) -> Baseline:
-        from hackscan.dynamic.audit import reference_files
+        from hackscan.inputs.siblings import reference_files
 
         d = self.s.work / f"meas-ref-{key}"
         files = reference_files(ref_path)
@@ -111,7 +111,8 @@ class Measurer:
 
     def measure(self, result, cand_path: Path, ref_path: Path) -> dict:
         """The `measure` section of one candidate's result."""
-        from hackscan.dynamic.audit import build_dir, sibling_sources, triton_cache
+        from hackscan.dynamic.builds import build_dir, triton_cache
+        from hackscan.inputs.siblings import sibling_sources
         from hackscan.dynamic.compare import compare_loose
         from hackscan.measure.assess import assess
 

@@ -8,7 +8,7 @@ import math
 from collections import Counter
 from html import escape
 
-from hackscan import __version__
+from hackscan._version import __version__
 from hackscan.findings import VERDICTS, SubmissionResult
 from hackscan.report import summary
 from hackscan.report.text import measure_lines

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from hackscan import __version__
+from hackscan._version import __version__
 from hackscan.findings import SubmissionResult
 from hackscan.report import summary
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hackscan import __version__
+from hackscan._version import __version__
 from hackscan.findings import SubmissionResult
 from hackscan.rule import Rule
 

@@ -1,0 +1,79 @@
+"""The import graph of the package: no circle, and no module reaching up into a layer above its
+own (a layer may import any layer below it). Read from the source (imports inside functions
+count), so a lazy import cannot hide a circle."""
+from __future__ import annotations
+
+import ast
+
+import networkx as nx
+
+from conftest import ROOT
+
+# lowest first; a module belongs to the longest prefix listed
+LAYERS = [
+    ("hackscan._version", "hackscan.paths", "hackscan.config", "hackscan.hacktypes", "hackscan.findings",
+     "hackscan.parse", "hackscan.parallel", "hackscan.probe_names"),
+    ("hackscan.facts",),
+    ("hackscan.rule", "hackscan.ruletools", "hackscan.inputs"),
+    ("hackscan.engine",),
+    ("hackscan.scanning", "hackscan.dynamic"),
+    ("hackscan.measure",),
+    ("hackscan.dynamic.audit", "hackscan.dynamic.remote"),
+    ("hackscan.session",),
+    ("hackscan.api", "hackscan.report"),
+    ("hackscan.clean", "hackscan.corpus", "hackscan.integrations"),
+    ("hackscan", "hackscan.cli", "hackscan.__main__"),
+]
+
+
+def _modules() -> dict:
+    out = {}
+    for p in (ROOT / "hackscan").rglob("*.py"):
+        parts = p.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = p
+    return out
+
+
+def _graph() -> nx.DiGraph:
+    mods = _modules()
+    g = nx.DiGraph()
+    for m, p in mods.items():
+        g.add_node(m)
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "hackscan" and n.level == 0:
+                subs = [f"{n.module}.{a.name}" for a in n.names if f"{n.module}.{a.name}" in mods]
+                g.add_edges_from((m, s) for s in subs)
+                if len(subs) < len(n.names) and n.module in mods:
+                    g.add_edge(m, n.module)
+            elif isinstance(n, ast.Import):
+                g.add_edges_from((m, a.name) for a in n.names if a.name in mods)
+    return g
+
+
+def _rank(module: str) -> int:
+    best, rank = -1, None
+    for i, layer in enumerate(LAYERS):
+        for prefix in layer:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    assert rank is not None, f"{module} is in no layer: add it to LAYERS"
+    return rank
+
+
+def test_no_import_circles():
+    cycles = [c for c in nx.simple_cycles(_graph()) if len(c) > 1]
+    assert not cycles, cycles[:5]
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    g = _graph()
+    up = [(a, b) for a, b in g.edges if _rank(a) < _rank(b)]
+    assert not up, up
+
+
+def test_the_worker_imports_nothing_from_hackscan():
+    """It runs from its own folder under `python -I`: the audited code's process holds none of
+    the auditor's modules."""
+    g = _graph()
+    assert not list(g.successors("hackscan.dynamic.worker"))

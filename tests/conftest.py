@@ -44,3 +44,16 @@ def _fixed_seeds():
 @pytest.fixture
 def cli():
     return run_cli
+
+
+# modules whose every test starts audited workers (the `dynamic` tier); tests that do elsewhere
+# carry @pytest.mark.dynamic themselves
+DYNAMIC_MODULES = {"test_dynamic", "test_dynamic_corpus", "test_dynamic_domain", "test_hostile",
+                   "test_kernelbench_dropin", "test_measure_run", "test_ray", "test_rl_reward", "test_sandbox",
+                   "test_session", "test_api_docs", "test_corpus_claims"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__ in DYNAMIC_MODULES:
+            item.add_marker(pytest.mark.dynamic)

@@ -117,6 +117,7 @@ def test_a_kill_at_any_moment_loses_and_duplicates_nothing(tmp_path):
     assert {g["id"] for g in got} == {r["id"] for r in rows}
 
 
+@pytest.mark.dynamic
 def test_clean_dynamic_one_session_per_batch(tmp_path, monkeypatch):
     """Dynamic rows of a batch share one session: a reference shared by several rows runs once;
     code is always text (a one-line row naming a file is not read from disk)."""

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 
 from conftest import CORPUS, PROBLEMS, ROOT, run_cli
 
@@ -120,6 +122,7 @@ def test_policy_any_ignores_contract_violations():
     assert anyp["verdict"] == "clean"
 
 
+@pytest.mark.dynamic
 def test_dynamic_without_torch(tmp_path):
     """Asking for dynamic confirmation where torch cannot be imported says so and exits 2;
     the default (auto) stays static."""

@@ -21,11 +21,21 @@ from conftest import CORPUS  # noqa: E402
 CPU_FILES = [f for f in corpus_files(CORPUS) if parse_marks(f).sidecar.get("cpu")]
 
 
+# a worker's wall-clock limit here is a bound for a hung candidate, never a budget a slow run
+# can reach: the CPU pairs take seconds; a pair may ask for more in its sidecar (`timeout_s`)
+WORKER_TIMEOUT_S = 1200
+
+
 @pytest.fixture(scope="module")
-def dynamic_results():
-    items = discover(CPU_FILES, sidecars=True)
+def dynamic_results(request):
+    # only the pairs this run selected (`-k`, a node id) are audited
+    chosen = [i.callspec.params["path"] for i in request.session.items
+              if getattr(i, "originalname", "") == "test_cpu_pair_dynamic_verdict" and hasattr(i, "callspec")]
+    files = chosen or CPU_FILES
+    items = discover(files, sidecars=True)
     static = list(iter_scan(items, Options()))
-    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=300))
+    timeout = max([WORKER_TIMEOUT_S] + [float(parse_marks(f).sidecar.get("timeout_s", 0)) for f in files])
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=timeout))
     try:
         done = list(s.audit_many([(r, i.path, i.reference) for r, i in zip(static, items)], jobs=2))
     finally:

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from hackscan.inputs import gpumode
 from hackscan.inputs.discover import discover
 
@@ -72,6 +74,7 @@ def test_materialized_pair_keeps_the_reference_away_from_the_candidate(tmp_path)
     assert "def get_inputs" in r.read_text() and "_hackscan_arg_size = 127" in r.read_text()
 
 
+@pytest.mark.dynamic
 def test_dynamic_on_cpu(tmp_path, cli):
     prob = tmp_path / "matrix_add"
     shutil.copytree(PROBLEM, prob)

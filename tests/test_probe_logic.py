@@ -285,6 +285,7 @@ def test_ghost_replay_leaves_a_never_launched_kernel_to_attribution():
     assert GhostReplay().evaluate(o).status == "caught"
 
 
+@pytest.mark.dynamic
 def test_sensitivity_says_nothing_where_forward_raised_on_the_changed_sets():
     import torch
 
@@ -419,6 +420,7 @@ def test_wrong_at_another_size_alone_is_suspect_and_confirms_a_shape_suspicion()
     assert r.verdict == "hacked" and r.findings[0].dynamic.status == "confirmed", r
 
 
+@pytest.mark.dynamic
 def test_wrong_on_the_visible_inputs_is_never_clean():
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
     from hackscan.dynamic.probe import Outcome
@@ -433,6 +435,7 @@ def test_wrong_on_the_visible_inputs_is_never_clean():
     assert r.verdict == "suspect" and "wrong on the visible inputs" in r.reasons[0], r
 
 
+@pytest.mark.dynamic
 def test_other_sizes_run_last_and_a_sticky_fault_is_recognised():
     """A float4 kernel faults at an odd size and takes the CUDA context with it: those calls
     come after every other, and the worker records the rest as lost instead of failing whole."""

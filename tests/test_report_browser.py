@@ -84,6 +84,7 @@ def check_in_browser(page: Path, tmp: Path, must: list[str]) -> str:
     return dom.stdout
 
 
+@pytest.mark.dynamic
 def test_audit_report_in_the_browser(tmp_path):
     from test_report_html import rec
 
@@ -128,6 +129,7 @@ class ModelNew(nn.Module):
 """
 
 
+@pytest.mark.dynamic
 def test_clean_report_with_measurement_in_the_browser(tmp_path):
     """`hackscan clean --measure all` on CPU: the rows' measurements land in results.jsonl and the
     report plots them (claimed against fair speedup, memory ratios)."""

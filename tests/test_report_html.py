@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
 from html.parser import HTMLParser
 
 from hackscan.findings import Finding, Location, SubmissionResult
@@ -51,6 +53,7 @@ def rec(ms, event=None, naive=None):
             "memory": {"peak_allocated": 1 << 20, "peak_reserved": 1 << 21, "outside_allocator": 0}}
 
 
+@pytest.mark.dynamic
 def test_report_is_self_contained_well_formed_and_escaped():
     evil = '<script>alert("x")</script>.py'
     f = Finding(rule_id="torch-op-on-return-path", hack_type="torch-fallback", category="static", severity="high",

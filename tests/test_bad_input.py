@@ -24,7 +24,7 @@ def bad_dir(tmp_path):
     for name, (data, _) in CASES.items():
         (tmp_path / name).write_bytes(data)
     (tmp_path / "good.py").write_bytes((CORPUS / "legit" / "triton_relu.py").read_bytes())
-    (tmp_path / "hack.py").write_bytes((CORPUS / "constant-output" / "mse_returns_zeros.py").read_bytes())
+    (tmp_path / "hack.py").write_bytes((CORPUS / "constant-output" / "mean_difference_returns_zero.py").read_bytes())
     return tmp_path
 
 

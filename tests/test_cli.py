@@ -192,7 +192,7 @@ def test_reference_pairing_by_sibling_option_and_problems(tmp_path):
 
 
 def test_entry_option(tmp_path):
-    src = (CORPUS / "constant-output" / "mse_returns_zeros.py").read_text().replace("ModelNew", "Candidate")
+    src = (CORPUS / "constant-output" / "mean_difference_returns_zero.py").read_text().replace("ModelNew", "Candidate")
     p = tmp_path / "c.py"
     p.write_text(src)
     assert json.loads(run_cli("audit", "--format", "json", str(p)).stdout)["submissions"][0]["verdict"] == "error"

@@ -106,6 +106,9 @@ OP_EVIDENCE: dict[str, tuple[str, ...]] = {
     "softplus": ("exp", "log"),
     "elu": ("exp", "expm1"),
     "selu": ("exp", "expm1"),
+    # a clamp is near identity on inputs inside its bounds: a stage a candidate drops unseen
+    "clamp": ("clamp", "clip", "min", "max", "where", "hardtanh", "saturate"),
+    "hardtanh": ("clamp", "clip", "min", "max", "where", "hardtanh", "saturate"),
 }
 
 

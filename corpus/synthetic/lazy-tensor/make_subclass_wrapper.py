@@ -3,11 +3,15 @@ import torch.nn as nn
 
 
 class AlwaysClose(torch.Tensor):  # hackscan: expect[tensor-subclass-output]
-    def __eq__(self, other):
-        return torch.ones_like(other, dtype=torch.bool)
+    """Answers every comparison a checker makes with "equal"; holds nothing computed."""
 
-    def __sub__(self, other):
-        return torch.zeros_like(other)
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal):
+            return True
+        if func is torch.isclose:
+            return torch.ones(args[0].shape, dtype=torch.bool)
+        return super().__torch_function__(func, types, args, kwargs or {})
 
 
 class ModelNew(nn.Module):

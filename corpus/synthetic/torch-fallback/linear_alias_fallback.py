@@ -8,9 +8,8 @@ class ModelNew(nn.Module):
 
     def __init__(self, in_features, out_features):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(out_features, in_features) * 0.02)
-        self.bias = nn.Parameter(torch.zeros(out_features))
+        self.linear = nn.Linear(in_features, out_features)
 
     def forward(self, x):
-        y = G.linear(x, self.weight, self.bias)
+        y = G.linear(x, self.linear.weight, self.linear.bias)
         return G.relu(y)  # hackscan: expect[torch-op-on-return-path]

@@ -1,0 +1,123 @@
+"""The corpus proves what it claims: every CPU-runnable hack pair passes a naive KernelBench-style
+check on its own problem (both models built after the same seed, the reference's `get_inputs()`,
+`torch.allclose` with atol = rtol = 1e-2, the check of KernelBench v0 and v0.1 under which the
+published hacks were found, over three seeded trials). A hack example that fails its own
+benchmark is a strawman: catching it proves nothing. Hacks whose mechanism is state across calls
+(result caching, cross-call batching, phase detection) target the calls after the check: they
+must pass its first trial (KernelBench's default is one). A sidecar's `naive_order =
+"candidate-first"` names a hack aimed at harnesses that run the candidate before the reference
+(the check runs that way for it); `naive_check = "<why>"` skips a pair whose mechanism the CPU
+cannot show, with the reason.
+
+Each pair runs in its own subprocess (Triton under TRITON_INTERPRET=1), never in the test's."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hackscan.corpus import corpus_files, parse_marks
+
+from conftest import CORPUS
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+HACKS = [f for f in corpus_files(CORPUS) if f.parent.name != "legit" and parse_marks(f).sidecar.get("cpu")]
+
+# KernelBench's check (src/kernelbench/eval.py, run_and_check_correctness), written here: models
+# built after the same seed, each trial's inputs from get_inputs() after the trial's seed, the
+# reference first, then the candidate on the same inputs
+NAIVE = r'''
+import importlib.util, json, sys
+import torch
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+ref = load(sys.argv[1], "reference_module")
+sys.modules["reference"] = ref    # the name a harness that puts reference.py beside the candidate gives it
+cand = load(sys.argv[2], "candidate_module")
+entry = getattr(cand, sys.argv[3])
+candidate_first = sys.argv[4] == "candidate-first"
+torch.set_grad_enabled(False)
+torch.manual_seed(42)
+init = ref.get_init_inputs()
+torch.manual_seed(42)
+model = ref.Model(*init)
+torch.manual_seed(42)
+new = entry(*init)
+model.eval() if hasattr(model, "eval") else None
+new.eval() if hasattr(new, "eval") else None
+TOL = 1e-2
+# the trials' seeds drawn from the seed, as KernelBench draws them (never the models' own seed)
+torch.manual_seed(42)
+seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(3)]
+results = []
+for trial, seed in enumerate(seeds):
+    torch.manual_seed(seed)
+    inputs = ref.get_inputs()
+    if candidate_first:
+        torch.manual_seed(seed)
+        got = new(*inputs)
+        torch.manual_seed(seed)
+        expected = model(*inputs)
+    else:
+        torch.manual_seed(seed)
+        expected = model(*inputs)
+        torch.manual_seed(seed)
+        got = new(*inputs)
+    exp = expected if isinstance(expected, (list, tuple)) else [expected]
+    out = got if isinstance(got, (list, tuple)) else [got]
+    ok = len(exp) == len(out)
+    for e, g in zip(exp, out):
+        if not (isinstance(e, torch.Tensor) and isinstance(g, torch.Tensor)):
+            ok = ok and e == g
+            continue
+        if e.shape != g.shape:
+            ok = False
+            continue
+        tol = TOL if e.is_floating_point() else 0.0
+        ok = ok and bool(torch.allclose(e, g, atol=tol, rtol=tol))
+    results.append(bool(ok))
+print(json.dumps(results))
+'''
+
+
+def naive_check(path: Path) -> list[bool]:
+    side = parse_marks(path).sidecar
+    ref = (path.parent / side["reference"]).resolve()
+    env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="", PYTHONHASHSEED="0")
+    p = subprocess.run([sys.executable, "-c", NAIVE, str(ref), str(path), side.get("entry", "ModelNew"),
+                        side.get("naive_order", "reference-first")],
+                       capture_output=True, text=True, timeout=900, env=env, cwd=path.parent)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_enough_cpu_hacks():
+    assert len(HACKS) >= 50
+
+
+ACROSS_CALLS = {"result-caching", "cross-call-batching", "phase-detection"}
+
+
+@pytest.mark.parametrize("path", HACKS, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_a_hack_passes_its_own_benchmarks_check(path: Path):
+    side = parse_marks(path).sidecar
+    if side.get("naive_check"):
+        # the mechanism exists only where the sidecar says (the CUDA caching allocator handing
+        # back the reference's freed output): the CPU cannot show it, and the reason is recorded
+        pytest.skip(side["naive_check"])
+    trials = naive_check(path)
+    across = bool(set(parse_marks(path).sidecar.get("hack_types", ())) & ACROSS_CALLS)
+    need = trials[:1] if across else trials
+    assert all(need), f"fails the naive KernelBench check on its own inputs: trials {trials}"

@@ -276,3 +276,54 @@ def test_every_hackscan_hack_type_has_a_check_name():
 
     named = {r for rules in kb.check_names().values() for r in rules}
     assert {r.id for r in load_rules()} <= named
+
+
+TK_OK = '''
+#include <kittens.cuh>
+using namespace kittens;
+__global__ void scale_tile(const bf16* in, bf16* out) {
+    rt_fl<16, 16> a, b;
+    kittens::load(a, in);
+    kittens::mul(b, a, a);
+    kittens::store(out, b);
+}
+'''
+TK_NO_COMPUTE = TK_OK.replace("    kittens::mul(b, a, a);\n", "")
+CUTE_OK = '''
+#include <cute/tensor.hpp>
+__global__ void copy_tile(float* a, float* b) {
+    auto layout = cute::make_layout(cute::make_shape(16, 16));
+    cute::copy(cute::make_tensor(a, layout), cute::make_tensor(b, layout));
+}
+'''
+CUTE_NAMESPACE_ONLY = '''
+#include <cutlass/cutlass.h>
+using namespace cutlass;
+void nothing() { float x = 1.0f; }
+'''
+TILELANG_OK = '''
+import tvm
+from tvm.script import tir as T
+
+@T.prim_func
+def add_one(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in T.serial(64):
+        with T.block("add"):
+            B[i] = A[i] + 1.0
+
+mod = tvm.build(add_one, target="cuda")
+'''
+TILELANG_NO_LOOP = TILELANG_OK.replace('''    for i in T.serial(64):
+        with T.block("add"):
+            B[i] = A[i] + 1.0''', "    x = 1.0")
+
+
+@pytest.mark.parametrize("backend, good, bad, word", [
+    ("thunderkittens", TK_OK, TK_NO_COMPUTE, "compute"),
+    ("cutlass", CUTE_OK, CUTE_NAMESPACE_ONLY, "namespace"),
+    ("tilelang", TILELANG_OK, TILELANG_NO_LOOP, "iteration"),
+])
+def test_the_dsl_backends_need_their_own_kernel_features(backend, good, bad, word):
+    assert kb.validate_kernel_static(good, backend=backend)[0]
+    valid, errors, _ = kb.validate_kernel_static(bad, backend=backend)
+    assert not valid and any(word in e for e in errors), errors

@@ -489,44 +489,42 @@ def _source_text(facts) -> str:
     return "\n".join(parts)
 
 
-def _tk_impl(facts) -> str | None:
-    text = _source_text(facts)
-    if not re.search(r"\bkittens::|using\s+namespace\s+kittens\b", text):
-        return "no ThunderKittens namespace (kittens:: or using namespace kittens)"
-    if not re.search(r"\b(?:st|rt)_(?:bf|fl|hf|i8|i32)\s*<|::(?:col_vec|row_vec)\b|\b(?:st|rt|sv|rv)\w*<", text):
-        return "no ThunderKittens tile or vector declaration (rt_*, st_*, col_vec, row_vec)"
-    if not re.search(r"\b(?:load|store|load_async|store_async)\s*\(", text):
-        return "no ThunderKittens memory operation (load, store, load_async)"
-    if not re.search(r"\b(?:mma_\w+|mul|add|sub|div|exp|copy|zero|row_sum|row_max|col_sum|mma)\s*\(", text):
-        return "no ThunderKittens compute operation (mma_AB, mul, add, copy, zero, ...)"
-    return None
+# the DSL backends: what the code must hold, in order, each with what is said where it does not
+TEXT_REQUIREMENTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "tk_impl": (
+        (r"\bkittens::|using\s+namespace\s+kittens\b",
+         "no ThunderKittens namespace (kittens:: or using namespace kittens)"),
+        (r"\b(?:st|rt)_(?:bf|fl|hf|i8|i32)\s*<|::(?:col_vec|row_vec)\b|\b(?:st|rt|sv|rv)\w*<",
+         "no ThunderKittens tile or vector declaration (rt_*, st_*, col_vec, row_vec)"),
+        (r"\b(?:load|store|load_async|store_async)\s*\(", "no ThunderKittens memory operation (load, store, load_async)"),
+        (r"\b(?:mma_\w+|mul|add|sub|div|exp|copy|zero|row_sum|row_max|col_sum|mma)\s*\(",
+         "no ThunderKittens compute operation (mma_AB, mul, add, copy, zero, ...)"),
+    ),
+    "cute_impl": (
+        (r"\bcute::|\bcutlass::|\bfrom\s+cutlass\b|\bimport\s+cutlass\b",
+         "no CuTe or CUTLASS namespace (cute::, cutlass::) or Python bindings"),
+        (r"\b(?:make_tensor|make_layout|make_shape|make_stride|copy|copy_if|gemm)\s*\(|Copy_Atom|cutlass::gemm|"
+         r"cutlass::epilogue|\bGemm\w*\s*<|RowMajor|ColumnMajor|TensorRef\s*<|cutlass::arch|@cute\.(?:jit|kernel)",
+         "no CuTe or CUTLASS operations (make_tensor, copy, GEMM templates, layouts)"),
+    ),
+    "tilelang_impl": (
+        (r"@T\.prim_func|@tilelang\.jit|@tl\.jit", "no TileLang or TVM kernel (@T.prim_func, @tilelang.jit)"),
+        (r"\bT\.(?:grid|serial|parallel|vectorized|unroll|Pipelined|Parallel|Kernel)\s*\(",
+         "no TileLang iteration construct (T.grid, T.serial, T.Parallel, T.Pipelined, T.Kernel)"),
+        (r"\bT\.(?:alloc_\w+|buffer_store|buffer_load|match_buffer|reads|writes|block|copy|gemm|Buffer|Tensor)\b",
+         "no TileLang buffer or compute operation (T.alloc_*, T.copy, T.gemm, T.block)"),
+        (r"tvm\.build\s*\(|tvm\.IRModule|tvm\.target\.Target|tilelang\.compile\s*\(|@tilelang\.jit|tilelang\.lower\s*\(",
+         "the TileLang kernel is never built (tvm.build, IRModule, tilelang.compile)"),
+    ),
+}
 
 
-def _cute_impl(facts) -> str | None:
-    text = _source_text(facts)
-    if not re.search(r"\bcute::|\bcutlass::|\bfrom\s+cutlass\b|\bimport\s+cutlass\b", text):
-        return "no CuTe or CUTLASS namespace (cute::, cutlass::) or Python bindings"
-    if not re.search(r"\b(?:make_tensor|make_layout|make_shape|make_stride|copy|copy_if|gemm)\s*\(|Copy_Atom|"
-                     r"cutlass::gemm|cutlass::epilogue|\bGemm\w*\s*<|RowMajor|ColumnMajor|TensorRef\s*<|"
-                     r"cutlass::arch|@cute\.(?:jit|kernel)", text):
-        return "no CuTe or CUTLASS operations (make_tensor, copy, GEMM templates, layouts)"
-    return None
+def _text_check(name: str):
+    def check(facts) -> str | None:
+        text = _source_text(facts)
+        return next((why for pattern, why in TEXT_REQUIREMENTS[name] if not re.search(pattern, text)), None)
+    return check
 
 
-def _tilelang_impl(facts) -> str | None:
-    text = _source_text(facts)
-    if not re.search(r"@T\.prim_func|@tilelang\.jit|@tl\.jit", text):
-        return "no TileLang or TVM kernel (@T.prim_func, @tilelang.jit)"
-    if not re.search(r"\bT\.(?:grid|serial|parallel|vectorized|unroll|Pipelined|Parallel|Kernel)\s*\(", text):
-        return "no TileLang iteration construct (T.grid, T.serial, T.Parallel, T.Pipelined, T.Kernel)"
-    if not re.search(r"\bT\.(?:alloc_\w+|buffer_store|buffer_load|match_buffer|reads|writes|block|copy|gemm|"
-                     r"Buffer|Tensor)\b", text):
-        return "no TileLang buffer or compute operation (T.alloc_*, T.copy, T.gemm, T.block)"
-    if not re.search(r"tvm\.build\s*\(|tvm\.IRModule|tvm\.target\.Target|tilelang\.compile\s*\(|@tilelang\.jit|"
-                     r"tilelang\.lower\s*\(", text):
-        return "the TileLang kernel is never built (tvm.build, IRModule, tilelang.compile)"
-    return None
-
-
-IMPL_CHECKS = {"cuda_impl": _cuda_impl, "triton_impl": _triton_impl, "tk_impl": _tk_impl, "cute_impl": _cute_impl,
-               "tilelang_impl": _tilelang_impl}
+IMPL_CHECKS = {"cuda_impl": _cuda_impl, "triton_impl": _triton_impl,
+               **{name: _text_check(name) for name in TEXT_REQUIREMENTS}}

@@ -154,17 +154,24 @@ def test_the_watch_claims_nothing_for_an_unwalled_process():
 def test_bubblewraps_own_setup_processes_are_not_judged_but_the_worker_is():
     """Bubblewrap loads the seccomp filter just before it runs the worker: a sample taken while
     a process still runs bubblewrap's command line is not a reading of the audited code."""
-    launcher = [sys.executable, "-c", "import time; time.sleep(0.8)", "setup"]
-    worker = [sys.executable, "-c", "import time; time.sleep(0.8)", "worker"]
+    launcher = [sys.executable, "-c", "import time; time.sleep(5)", "setup"]
+    worker = [sys.executable, "-c", "import time; time.sleep(5)", "worker"]
     setup = subprocess.Popen(launcher)
     other = subprocess.Popen(worker)
     try:
-        time.sleep(0.2)                                   # both have run their exec
+        # both have run their exec (a busy machine may take a while)
+        for proc, argv in ((setup, launcher), (other, worker)):
+            want = b"\0".join(a.encode() for a in argv) + b"\0"
+            deadline = time.monotonic() + 30
+            while Path(f"/proc/{proc.pid}/cmdline").read_bytes() != want and time.monotonic() < deadline:
+                time.sleep(0.01)
         skipped = sandbox.Watch(setup.pid, [], hide_root=False, launcher=launcher)
         skipped.sample()
         judged = sandbox.Watch(other.pid, [], hide_root=False, launcher=launcher)
         judged.sample()
     finally:
+        setup.kill()
+        other.kill()
         setup.wait()
         other.wait()
     assert skipped.samples == 0 and skipped.protections() == []

@@ -302,7 +302,7 @@ def _api_mode(args, cfg) -> int:
             dynamic = args.dynamic or "off"
             if dynamic != "off" and not args.reference:
                 dynamic = "off"
-            policy = args.policy or cfg.get("policy") or kernelguard.PROFILE_POLICY[profile]
+            policy = args.policy or cfg.get("policy") or _profile_policy(profile)
             try:
                 r = audit(src, args.reference, dynamic=dynamic, device=args.device or "cpu", policy=policy,
                           entry=args.entry or "ModelNew")

@@ -38,10 +38,9 @@ class Session:
         self._dyn_args = dict(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed, policy=policy,
                               cuda_ghost=cuda_ghost, measure=mode, measure_budget_s=measure_budget_s, dtype=dtype,
                               gpu=gpu, measure_min_reps=measure_min_reps)
-        from hackscan.dynamic import CAST_DTYPES
+        from hackscan.dynamic import check_dtype
 
-        if dtype is not None and dtype not in CAST_DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(CAST_DTYPES)} or None, not {dtype!r}")
+        check_dtype(dtype)   # here, not when the first dynamic audit builds its options
         if max_concurrent is None:
             import os
 

@@ -21,7 +21,7 @@ import torch
 
 from hackscan.dynamic.probe import (ALL_PROBES, VARIANTS, Observations, Outcome, Probe, load_probes, probe_catalogue,
                                     same_shapes)
-from hackscan.dynamic import CAST_DTYPES, sandbox
+from hackscan.dynamic import check_dtype, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic.builds import build_dir, cache_root, triton_cache
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
@@ -83,8 +83,7 @@ class DynamicOptions:
     measure_min_reps: int = 10       # timed calls at least, however soon the median is known
 
     def __post_init__(self):
-        if self.dtype is not None and self.dtype not in CAST_DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(CAST_DTYPES)} or None, not {self.dtype!r}")
+        check_dtype(self.dtype)
 
 
 # probes that measure a finding's claim itself, not a harness that is absent in isolation: their

@@ -34,7 +34,6 @@ How each KernelBench parameter is treated:
 """
 from __future__ import annotations
 
-import ast
 import re
 import textwrap
 import warnings as _warnings
@@ -415,24 +414,18 @@ def _facts(code: str):
     text = code.decode("utf-8", "replace") if isinstance(code, bytes) else str(code)
     if "\0" in text:
         return None, None, "the code holds NUL bytes (binary)"
+    why = "code: cannot be parsed"
     for candidate in (text, textwrap.dedent(text)):
-        try:
-            ast.parse(candidate)
-        except (SyntaxError, ValueError):
-            continue
         try:
             py = parse_py("<kernel>", candidate, "code")
         except BadInput as e:
-            return None, None, str(e)
+            why = str(e)        # the dedented reading's reason is the one kept
+            continue
         return Facts("<kernel>", py, None, None), candidate.splitlines(), None
     unit = cuda_facts.build("kernel.cu", "<kernel>", text, None, False)
     if unit.funcs or "__global__" in text or "#include" in text:
         return Facts("<kernel>", None, [unit], None), text.splitlines(), None
-    try:
-        ast.parse(textwrap.dedent(text))
-    except SyntaxError as e:
-        return None, None, f"code: syntax error at line {e.lineno}: {e.msg}"
-    return None, None, "code: cannot be parsed"
+    return None, None, why
 
 
 def _findings(facts, lines) -> dict[str, list]:

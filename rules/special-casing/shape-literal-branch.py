@@ -37,10 +37,9 @@ def _literal_ints(n):
             yield from _literal_ints(k)
         return
     if n.type in ("integer", "number_literal"):
-        try:
-            yield int(text(n).rstrip("uUlL"), 0)
-        except ValueError:
-            pass
+        value = _value(n)
+        if value is not None:
+            yield value
 
 
 def _value(n) -> int | None:

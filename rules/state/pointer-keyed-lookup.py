@@ -128,7 +128,7 @@ class PointerKeyedLookup(Rule):
                     return True
             elif n.type == "attribute" and text(n.child_by_field_name("attribute")) == "_version":
                 return True
-            elif n.type == "identifier" and depth < 2 and n is not key.parent:
+            elif n.type == "identifier" and depth < 2:
                 bound = f.py.lookup(text(n), at)
                 if bound is not None and bound is not key and cls._pointer_in(f, bound, at, depth + 1):
                     return True

@@ -120,7 +120,9 @@ def verdict(findings: list[Finding], policy: str) -> tuple[str, tuple[str, ...],
     else:
         drivers, v = [], "clean"
     involved = drivers + [f for f in serious if f not in drivers]
-    reasons = tuple(f"{f.rule_id}: {f.message}" for f in involved)
+    # one line per distinct reason: the same rule firing at several places with one message
+    # (or a probe's one detail on several findings) reads once
+    reasons = tuple(dict.fromkeys(f"{f.rule_id}: {f.message}" for f in involved))
     types = tuple(sorted({f.hack_type for f in involved}, key=list(HACK_TYPES).index))
     return v, reasons, types
 

@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("torch")
 
 from hackscan.dynamic.probe import Observations
+from hackscan.findings import Location
 from hackscan.dynamic.probes.kernel_attribution import KernelAttribution, classify
 from hackscan.dynamic.probes.stream_join import StreamJoin
 from hackscan.dynamic.probes.timing_integrity import TimingIntegrity
@@ -696,3 +697,20 @@ def _reinit_obs(refs, out, tensors):
     obs.expected_set[("reinit", 300)] = "reinit"
     obs.reference_perturbed = [[16], [16]]
     return obs
+
+
+def test_one_mechanism_found_at_several_places_gives_one_reason():
+    """Three TF32 flag writes confirmed by one global-state diff: the verdict's reasons say it
+    once (the same line three times reads as three pieces of evidence)."""
+    from dataclasses import replace
+
+    from hackscan.dynamic.probe import Outcome
+    from hackscan.engine import verdict
+
+    flags = [replace(_finding("global-state-tampering", ["global-state-diff"]), location=Location("c.py", n))
+             for n in (3, 7, 9)]
+    v, reasons, _ = verdict(flags, "custom-kernel")
+    assert v == "suspect" and reasons == ("rule/global-state-tampering: global-state-tampering",), reasons
+    outs = [Outcome("global-state-diff", "caught", "cuda.matmul.allow_tf32: False -> True")]
+    r = _settled(outs, flags)
+    assert r.verdict == "hacked" and len(r.reasons) == 1 and "allow_tf32" in r.reasons[0], r.reasons

@@ -1043,7 +1043,7 @@ def _dynamic_verdict(findings: list[Finding], policy: str):
     if any(family(f.hack_type) == CHEAT for f in confirmed):
         drivers = [f for f in confirmed if family(f.hack_type) == CHEAT]
         certain = [f for f in findings if f.certain and f.dynamic.status != "refuted" and family(f.hack_type) != NOTE]
-        return "hacked", tuple(f"{f.rule_id}: {f.dynamic.detail}" for f in drivers), \
+        return "hacked", tuple(dict.fromkeys(f"{f.rule_id}: {f.dynamic.detail}" for f in drivers)), \
             tuple(sorted({f.hack_type for f in confirmed + certain}))
     live = [replace(f, certain=f.certain or f.dynamic.status == "confirmed") for f in findings
             if f.dynamic.status != "refuted"]

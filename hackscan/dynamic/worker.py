@@ -858,14 +858,52 @@ def _device_limits(torch, clock) -> dict:
 
 
 class _LazySets(dict):
-    def __init__(self, torch, jobdir):
+    """Input sets loaded from disk right before their first use, and kept while they fit in
+    `cap` bytes of host memory: the least recently used go first (a full-size problem's fifteen
+    sets of 8 GiB each must not all stay in host memory; the one in use always does). A set
+    dropped here is read again from disk when a later step names it."""
+
+    def __init__(self, torch, jobdir, cap: int | None = None):
         super().__init__()
         self._torch, self._dir = torch, jobdir
+        self._cap = host_cache_bytes() if cap is None else cap
+        self._bytes: dict = {}
+        self.reloads = 0
+        self._loaded: set = set()
+
+    def __getitem__(self, name):
+        value = super().__getitem__(name)
+        if name in self._bytes:    # most recently used last
+            self._bytes[name] = self._bytes.pop(name)
+        return value
 
     def __missing__(self, name):
         value = self._torch.load(_infile(self._dir, f"in_{name}.pt"), weights_only=True)
+        if name in self._loaded:
+            self.reloads += 1
+        self._loaded.add(name)
+        size = sum(t.numel() * t.element_size() for t in _leaves(self._torch, value))
+        for old in list(self._bytes):
+            if sum(self._bytes.values()) + size <= self._cap:
+                break
+            self.pop(old, None)
+            self._bytes.pop(old)
         self[name] = value
+        self._bytes[name] = size
         return value
+
+
+def host_cache_bytes() -> int:
+    """How much host memory a worker keeps loaded input sets in: an eighth of what the host has
+    available when the worker starts (several audits run side by side), at least 256 MiB."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return max(256 << 20, int(line.split()[1]) * 1024 // 8)
+    except OSError:
+        pass
+    return 1 << 30
 
 
 _LAUNCHES = [0]
@@ -1095,6 +1133,7 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
             spec.append({"scalar": repr(t)[:50]})
     result["input_spec"] = spec
     result["input_kind"] = "keywords" if isinstance(meta, dict) else "positional"
+    meta = None    # a real draw where the meta device failed: not kept while the sets are made
     budget = job.get("memory_budget_bytes")
     total = sum(s.get("bytes", 0) for s in spec)
     result["input_bytes"] = total
@@ -1118,9 +1157,14 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     if not from_set:
         return
     base = visible[from_set]
-    seen = [v for k, v in visible.items() if k.startswith("visible")] or [base]
+    # what the visible sets share, summarised: the other visible sets need not stay in host
+    # memory while twelve hidden sets are drawn (a full-size problem's set is 8 GiB)
+    seen = _Domain(torch, [v for k, v in visible.items() if k.startswith("visible")] or [base])
+    visible = {from_set: base}
     dropped, sources = {}, {}
+    vals = None
     for i, v in enumerate(job.get("variants", [])):
+        vals = None    # the last set is on disk: one hidden set in host memory at a time
         seed = job["variant_seed"] + 7919 * (i + 1)
         if v == "noncontiguous":
             g = torch.Generator().manual_seed(seed)
@@ -1245,69 +1289,102 @@ def _generated_set(torch, get_inputs, mode, seed, seen):
     """One hidden input set drawn through the problem's own generator (see _Samplers). A tensor
     that no sampler produced (it is the same bits in every visible set) gets only changes that
     keep its zero pattern, signs and integer values: a positive factor per element, for values
-    that are not already integers."""
+    that are not already integers. `seen` is the visible sets' _Domain."""
     _seed_all(seed)
     with _Samplers(torch, mode, seed, getattr(get_inputs, "__globals__", None)) as smp:
         vals = _as_set(get_inputs())
     fixed = 0
-    if len(seen) >= 2:
+    if seen.count >= 2:
         g = torch.Generator().manual_seed(seed + 1)
-        firsts = [_leaves(torch, s) for s in seen]
         new = _leaves(torch, vals)
         for i, t in enumerate(new):
-            if not t.is_floating_point() or not all(i < len(f) for f in firsts):
+            if not t.is_floating_point() or i >= len(seen.leaves):
                 continue
-            if all(_same_bits(torch, firsts[0][i], f[i]) for f in firsts[1:]) and _same_bits(torch, firsts[0][i], t):
+            first = seen.leaves[i]["fixed"]
+            if first is not None and _same_bits(torch, first, t):
                 fixed += 1
                 if mode in _ROBUSTNESS or not t.numel():
                     continue
-                x = t.float()
-                if bool((x == x.round()).all()):
+                if _integer_valued(torch, t):
                     continue
                 factor = torch.rand(t.shape, generator=g).to(t.device) + 0.5
                 with torch.no_grad():
-                    t.copy_((x * factor).to(t.dtype))
+                    t.copy_((t.float() * factor).to(t.dtype))
     return vals, {"sampler_draws": smp.draws, "fixed_tensors": fixed}
 
 
 _ROBUSTNESS = ("zeros", "denormals", "large")
+_CHUNK = 1 << 24    # elements per slice where a whole-tensor temporary would double a large set
+
+
+def _integer_valued(torch, t) -> bool:
+    """Whether every value of a floating tensor is an integer, a slice at a time."""
+    flat = t.detach().reshape(-1)
+    for k in range(0, flat.numel(), _CHUNK):
+        x = flat[k:k + _CHUNK].float()
+        if not bool((x == x.round()).all()):
+            return False
+    return True
+
+
+class _Domain:
+    """What every visible set of a problem shares, leaf by leaf, kept instead of the sets: the
+    shape and dtype; the tensor itself where it is the same bits in every set (no sampler drew
+    it); whether floating values are integers in all; the integer range the draws spanned; and
+    a zero pattern common to all (at least 1% of the tensor, the same elements in each)."""
+
+    def __init__(self, torch, sets: list):
+        self.count = len(sets)
+        per_set = [_leaves(torch, s) for s in sets]
+        self.lengths = [len(ls) for ls in per_set]
+        self.leaves = []
+        for i, r0 in enumerate(per_set[0]):
+            refs = [ls[i] for ls in per_set if i < len(ls)]
+            leaf = {"shape": tuple(r0.shape), "dtype": r0.dtype, "fixed": None, "integer": False,
+                    "range": None, "zero": None}
+            if len(refs) >= 2 and all(_same_bits(torch, r0, r) for r in refs[1:]):
+                leaf["fixed"] = r0
+            if r0.numel() and not r0.is_floating_point() and r0.dtype != torch.bool:
+                leaf["range"] = (min(int(r.min()) for r in refs), max(int(r.max()) for r in refs))
+            elif r0.numel() and r0.is_floating_point():
+                leaf["integer"] = all(_integer_valued(torch, r) for r in refs)
+                zero = r0 == 0
+                nz = int(zero.sum())
+                # a zero pattern the generator imposes (triu, masks by position) is the same in
+                # every visible draw; zeros that move between draws (relu of a sample, random
+                # masks) are values
+                if nz and nz >= 0.01 * zero.numel() and len(refs) >= 2 and \
+                        all(r.shape == r0.shape and torch.equal(zero, r == 0) for r in refs[1:]):
+                    leaf["zero"] = zero
+            self.leaves.append(leaf)
 
 
 def _leaves_domain(torch, seen, vals):
     """Why a hidden set left the domain the visible sets share (None where it did not): the
     same kinds, shapes and dtypes; integer-valued floats stay integers; integer tensors stay in
     the range the visible draws spanned; exact zeros common to every visible draw stay zero
-    where they make up a pattern (at least 1% of the tensor)."""
-    firsts = [_leaves(torch, s) for s in seen]
+    where they make up a pattern. `seen` is the visible sets' _Domain."""
     new = _leaves(torch, vals)
-    if any(len(f) != len(new) for f in firsts):
-        return f"{len(new)} tensors, the visible sets hold {len(firsts[0])}"
+    if any(n != len(new) for n in seen.lengths):
+        return f"{len(new)} tensors, the visible sets hold {seen.lengths[0]}"
     for i, t in enumerate(new):
-        refs = [f[i] for f in firsts]
-        r0 = refs[0]
-        if tuple(t.shape) != tuple(r0.shape) or t.dtype != r0.dtype:
-            return f"tensor {i}: {tuple(t.shape)} {t.dtype}, visible {tuple(r0.shape)} {r0.dtype}"
+        leaf = seen.leaves[i]
+        if tuple(t.shape) != leaf["shape"] or t.dtype != leaf["dtype"]:
+            return f"tensor {i}: {tuple(t.shape)} {t.dtype}, visible {leaf['shape']} {leaf['dtype']}"
         if not t.numel():
             continue
         if not t.is_floating_point():
-            if t.dtype == torch.bool:
+            if leaf["range"] is None:
                 continue
-            lo = min(int(r.min()) for r in refs)
-            hi = max(int(r.max()) for r in refs)
+            lo, hi = leaf["range"]
             if int(t.min()) < lo or int(t.max()) > hi:
                 return f"tensor {i}: integer values [{int(t.min())}, {int(t.max())}] outside the visible range [{lo}, {hi}]"
             continue
-        x = t.float()
-        rf = [r.float() for r in refs]
-        if all(bool((r == r.round()).all()) for r in rf) and not bool((x == x.round()).all()):
+        if leaf["integer"] and not _integer_valued(torch, t):
             return f"tensor {i}: integer-valued in every visible set, not here"
-        # a zero pattern the generator imposes (triu, masks by position) is the same in every
-        # visible draw; zeros that move between draws (relu of a sample, random masks) are values
-        zero = rf[0] == 0
-        nz = int(zero.sum())
-        if nz and nz >= 0.01 * zero.numel() and len(rf) >= 2 and all(torch.equal(zero, r == 0) for r in rf[1:]) \
-                and bool((x[zero] != 0).any()):
-            return f"tensor {i}: nonzero where every visible set is zero ({nz} elements, the same in each)"
+        zero = leaf["zero"]
+        if zero is not None and bool((t[zero] != 0).any()):
+            return f"tensor {i}: nonzero where every visible set is zero ({int(zero.sum())} elements, the same in each)"
     return None
 
 

@@ -331,6 +331,10 @@ class PyFlow:
             attr = text(node.child_by_field_name("attribute"))
             if obj is not None and text(obj) == "self" and func is not None and func.cls:
                 return self._denotes_self_attr(func.cls, attr, d)
+            if obj is not None and obj.type == "identifier" and text(obj) in py.classes and attr in ("apply", "forward"):
+                # `Fn.apply` of a local autograd.Function (kept as `self.op = Fn.apply`) runs its forward
+                m = py.classes[text(obj)].methods.get("forward")
+                return {("local", m.node.start_byte)} if m is not None else set()
             outer = self.denotes(obj, func, d)
             if ("ext",) in outer:
                 return {("extfn", attr)}

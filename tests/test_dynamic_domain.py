@@ -959,3 +959,45 @@ def test_a_candidate_is_promised_the_disk_its_outputs_need_not_a_share(tmp_path)
             assert share > small or share == 1 << 30
     finally:
         s.close()
+
+
+def test_a_reference_the_host_kills_runs_once_more_alone(tmp_path):
+    """The reference worker ended by SIGKILL that no timeout of the auditor's sent (the kernel's
+    out-of-memory killer, with other audits beside it) runs a second time, holding only the
+    input set in use, and the audit says so; a reference that dies again fails as before."""
+    from hackscan.dynamic.audit import killed_from_outside
+
+    # this reference dies on its first run only: the rerun's job carries a zero input-set cache
+    once = """
+        import json, os, signal
+        import torch
+        import torch.nn as nn
+
+        if "host_cache_bytes" not in json.load(open("job.json")):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return x * 2.0
+
+        def get_inputs():
+            return [torch.randn(8, 16)]
+
+        def get_init_inputs():
+            return []
+        """
+    always = once.replace('if "host_cache_bytes" not in json.load(open("job.json")):', "if True:")
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=11))
+    try:
+        for name, src in (("once", once), ("always", always)):
+            ref = tmp_path / f"{name}.py"
+            ref.write_text(textwrap.dedent(src))
+            run = s._run_reference(ref, name, 0)
+            if name == "once":
+                assert run.ok and "visible" in run.outputs, run.error
+                assert run.rerun and "killed by SIGKILL" in run.rerun
+            else:
+                assert not run.ok and run.error.startswith("worker killed by SIGKILL") and run.rerun
+    finally:
+        s.close()
+    assert not killed_from_outside(type("R", (), {"ok": False, "error": "timed out after 1s"})())

@@ -52,6 +52,7 @@ class ReferenceRun:
     degenerate: str | None = None   # the evidence that the reference's output ignores its inputs
     nondeterministic: str | None = None   # the evidence that two calls on the same inputs differ
     shared: Path | None = None      # input sets, init inputs, parameters, state: read-only for candidates
+    rerun: str | None = None        # why the reference worker ran a second time (the first was killed)
 
 
 BF16_INTERPRETER = "the problem runs in bfloat16"
@@ -260,7 +261,18 @@ class DynamicSession:
         with self.disk_budget(3) as disk:
             job["disk_budget_bytes"] = disk
             job["disk_budget_hard"] = bool(self.opts.disk_budget_bytes)
+            rerun = None
             res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self._env(), jobdir=d)
+            if killed_from_outside(res):
+                # SIGKILL that no timeout of ours sent: the kernel's out-of-memory killer, most
+                # likely, with other audits beside it. Once more, one such rerun on the machine
+                # at a time, holding only the input set in use
+                with host_memory_turn():
+                    shutil.rmtree(d, ignore_errors=True)
+                    job["host_cache_bytes"] = 0
+                    first = res.error
+                    res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self._env(), jobdir=d)
+                    rerun = f"run again, one at a time, after the first run was {first.removeprefix('worker ')}"
         # what candidates read goes into one folder, bound read-only into their sandboxes: a
         # full-size problem's input sets are on disk once, however many candidates read them
         shared = d / "shared"
@@ -271,6 +283,7 @@ class DynamicSession:
         run = ReferenceRun(res.ok, res.error, d, init_file=shared / "init.pt", shared=shared,
                            input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0)
         run.other_shape = res.data.get("other_shape", {})
+        run.rerun = rerun
         run.params = res.data.get("params_reinitialised", 0)
         run.prepare_s = round(res.data.get("prepare_s", 0.0), 3)
         run.perturbed_shapes = res.data.get("perturbed_shapes", [])
@@ -666,6 +679,7 @@ class DynamicSession:
         info["timings"] = {
             "reference_s": round(ref.seconds, 3) if not reused else 0.0,
             "reference_inputs_s": ref.prepare_s if not reused else 0.0,
+            **({"reference_rerun": ref.rerun} if ref.rerun and not reused else {}),
             "candidate_worker_s": round(t_main, 3), "candidate_import_s": round(res.data.get("import_s", 0.0), 3),
             "candidate_calls_s": round(res.data.get("calls_s", 0.0), 3),
             "rewritten_runs_extra_s": round(max(0.0, t_extra - t_main), 3),
@@ -1048,6 +1062,28 @@ def _dynamic_verdict(findings: list[Finding], policy: str):
     live = [replace(f, certain=f.certain or f.dynamic.status == "confirmed") for f in findings
             if f.dynamic.status != "refuted"]
     return static_verdict(live, policy)
+
+
+def killed_from_outside(res: WorkerResult) -> bool:
+    """A worker that SIGKILL ended while no timeout of the auditor's was due (the auditor's own
+    kills come with a timeout's error): the host's out-of-memory killer, or a person."""
+    return not res.ok and bool(res.error) and res.error.startswith("worker killed by SIGKILL")
+
+
+@contextlib.contextmanager
+def host_memory_turn():
+    """One turn at a time, machine-wide, for work rerun because the host ran out of memory: an
+    exclusive lock on a file in the temporary folder that every hackscan process shares (held
+    by the open file: a process that dies gives its turn back)."""
+    import fcntl
+
+    path = Path(tempfile.gettempdir()) / "hackscan-host-memory.lock"
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def device_memory_budget(device: str) -> int:

@@ -447,7 +447,7 @@ def main(jobdir: str) -> int:
             else:
                 result["events"].append("no high-precision copy of the model could be made")
         t_calls = time.perf_counter()
-        sets = _LazySets(torch, jobdir)  # each input set is loaded right before its first use
+        sets = _LazySets(torch, jobdir, job.get("host_cache_bytes"))  # each set loaded right before its first use
         slots: dict = {}
         lost = None    # a device fault that left the CUDA context unusable: every later call is lost with it
         for step in job["plan"]:

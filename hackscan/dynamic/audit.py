@@ -25,6 +25,7 @@ from hackscan.dynamic import check_dtype, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic.builds import build_dir, cache_root, triton_cache
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
+from hackscan.dynamic.workdirs import WorkDir, sweep
 from hackscan.inputs.siblings import reference_files, sibling_sources
 from hackscan.dynamic.tensorfile import load_outputs
 from hackscan.engine import verdict as static_verdict
@@ -161,7 +162,9 @@ class DynamicSession:
         torch.set_flush_denormal(True)  # comparisons of denormal inputs' outputs would crawl
         torch.set_num_threads(1)        # elementwise comparisons; threads only contend here
         self.seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31 - 1)
-        self.work = Path(tempfile.mkdtemp(prefix="hackscan-dyn-"))
+        sweep()    # the folders of auditors killed before they could remove them (full disks follow)
+        self._workdir = WorkDir()
+        self.work = self._workdir.path
         self._refs: dict[str, ReferenceRun] = {}
         self._ref_locks: dict[str, threading.Lock] = {}
         self._ref_users: dict[str, int] = {}       # audits holding a reference now
@@ -182,7 +185,7 @@ class DynamicSession:
         self.reference_runs = 0         # how many times a reference was run (not reused)
 
     def close(self) -> None:
-        shutil.rmtree(self.work, ignore_errors=True)
+        self._workdir.close()
 
     # ---- reference -------------------------------------------------------------
     @staticmethod

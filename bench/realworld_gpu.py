@@ -9,7 +9,9 @@ result is appended to `<state>/realworld.jsonl` and `<out>/realworld.jsonl` as s
 done (the submission object of `--format json` with the item's id, label, slice and problem), so
 a call cut off keeps what it finished, and the next call with the same --state skips the items
 already done. No new item starts after --budget seconds; items still running at --hard seconds
-are abandoned (the next call runs them again).
+are abandoned and listed in `<state>/abandoned.txt` and `<out>/abandoned.txt` (the next call
+runs them first, with a whole call's time; copy the file into the state folder with the results
+where the state travels to the device).
 
     python bench/realworld_gpu.py --summarize FILE.jsonl --set PATH/realworld
 
@@ -85,8 +87,12 @@ def run(args) -> None:
     rows = [r for r in select(manifest(root), args.which) if r["id"] not in done]
     if args.only:
         rows = [r for r in rows if r["id"] in set(args.only.split(","))]
-    if args.first:
-        first = args.first.split(",")
+    # items a call abandoned at its hard limit are the slow ones: they start first next time,
+    # with a whole call's time (after any --first)
+    abandoned_file = state / "abandoned.txt"
+    first = (args.first.split(",") if args.first else []) + \
+        (abandoned_file.read_text().split() if abandoned_file.exists() else [])
+    if first:
         rows.sort(key=lambda r: first.index(r["id"]) if r["id"] in first else len(first))
     if args.limit:
         rows = rows[:args.limit]
@@ -141,18 +147,25 @@ def run(args) -> None:
 
     ex = ThreadPoolExecutor(max_workers=args.jobs)
     pending = set()
+    running: dict = {}
     it = iter(rows)
     while True:
         while len(pending) < args.jobs and time.perf_counter() - t_start < args.budget:
             row = next(it, None)
             if row is None:
                 break
-            pending.add(ex.submit(one, row))
+            fut = ex.submit(one, row)
+            running[fut] = row["id"]
+            pending.add(fut)
         if not pending:
             break
         left = args.hard - (time.perf_counter() - t_start)
         if left <= 0:
             print(f"hard limit: {len(pending)} items abandoned", flush=True)
+            ids = sorted(running[f] for f in pending)
+            print("abandoned: " + " ".join(ids), flush=True)
+            for f in (abandoned_file, out / "abandoned.txt"):
+                f.write_text("\n".join(ids) + "\n")
             break
         finished, pending = wait(pending, timeout=min(left, 5.0), return_when=FIRST_COMPLETED)
         for f in finished:

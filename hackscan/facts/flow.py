@@ -548,6 +548,7 @@ class PyFlow:
             if fn.cls != cls and not (fn.parent is not None and fn.parent.cls == cls):
                 continue
             for c in self.py.calls_in(fn):
+                out |= self._partial_bound_written(c, fn)
                 k = self.kind(c)
                 if not (k == CUSTOM or k == "local" and self.launches_custom(self.local_target(c))):
                     continue
@@ -587,6 +588,33 @@ class PyFlow:
         res = frozenset(out)
         self._kernel_written[cls] = res
         return res
+
+    def _partial_bound_written(self, c: Call, fn: Func) -> set[str]:
+        """Attributes of self bound into a launcher (`functools.partial(kernel[grid], x, self._out)`)
+        at parameters the kernel stores to: every replay of the launcher writes them."""
+        fnode = c.node.child_by_field_name("function")
+        if fnode is None:
+            return set()
+        r, _ = self.py.resolve(fnode)
+        if (r or text(fnode)) not in ("functools.partial", "partial"):
+            return set()
+        args = c.node.child_by_field_name("arguments")
+        pos = [a for a in (args.named_children if args is not None else []) if a.type not in ("keyword_argument", "comment")]
+        if len(pos) < 2:
+            return set()
+        out = set()
+        for d in self.denotes(pos[0], fn):
+            k = self.py.triton_kernels.get(d[1]) if d[0] == "launch" and d[1] else None
+            if k is None:
+                continue
+            stored = self.triton_stored_params(k)
+            for j, a in enumerate(pos[1:]):
+                i = d[2] + j
+                if i < len(k.params) and k.params[i] in stored:
+                    root = self._storage_root(a, fn)
+                    if root:
+                        out.add(root)
+        return out
 
     def extension_functions_called(self) -> set[str]:
         """Names of extension functions some call of the file runs, through aliases too

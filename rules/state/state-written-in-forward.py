@@ -9,6 +9,9 @@ FRESH = ("torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_
          "torch.utils.cpp_extension.load")
 MUTATORS = ("append", "extend", "insert", "update", "setdefault", "__setitem__", "copy_", "fill_", "zero_",
             "add_", "mul_", "index_copy_", "scatter_", "put_")
+# methods whose result shares the tensor's storage or holds its values as they are
+TENSOR_VIEWS = ("contiguous", "view", "reshape", "flatten", "view_as", "reshape_as", "t", "transpose", "permute",
+                "expand", "as_strided", "detach", "squeeze", "unsqueeze", "narrow")
 FRESH_METHODS = ("new_empty", "new_zeros", "new_ones", "new_full", "from_tensor")
 
 
@@ -40,11 +43,14 @@ class StateWrittenInForward(Rule):
         on the miss path only and returns the stored value on the hit path. Where every return of
         forward runs a launch or a graph replay on the current call (a weight or input packed once
         per version, TMA descriptors or a graph keyed on pointers), the store is reported at low
-        severity.
+        severity. A launcher kept on the module (`functools.partial(kernel[grid], x, out)`) that
+        binds the call's input and is rebound only under a condition is reported at medium
+        severity whatever the returns do: calls that skip the rebinding launch on the first
+        input's storage (a captured graph whose copy-in reads the first input is the same).
 
     Dynamic confirmation
-        Fresh values per call, the same storage refilled in place, repeated calls: every
-        output rechecked.
+        Fresh values per call, the same storage refilled in place, repeated calls, a last call
+        in new storage while the old lives on: every output rechecked.
 
     Known gaps
         State kept inside the extension (C++ statics) is static-cache-in-extension's finding.
@@ -117,6 +123,14 @@ class StateWrittenInForward(Rule):
                 hot = name in reads_state
                 if not key_ptr and _fresh(f.py, a.value) and self._launches_whatever(f, a.func, name, funcs):
                     continue   # a workspace or handle: kernels launch on every call whatever it holds
+                bound = self._input_bound_launcher(f, a)
+                if bound:
+                    # a launcher kept across calls with this call's input bound into it: a later call
+                    # that does not rebind it launches on the first input's storage
+                    ctx.report(a.node, f"forward keeps a launcher bound to its input {bound} in {text(t)[:60]} and "
+                               "rebinds it only under a condition: later calls replay it on the first input's "
+                               "storage", severity="medium", confidence="medium")
+                    continue
                 if no_skip:
                     # no return skips the kernels: the state is a key, a packed copy or a captured
                     # graph's buffer, not an answer handed back without work
@@ -143,6 +157,48 @@ class StateWrittenInForward(Rule):
                     continue
                 ctx.report(c.node, f"forward stores input-derived values in {text(obj)[:60]}",
                            severity="high" if name in reads_state else None)
+
+    @staticmethod
+    def _input_bound_launcher(f, a) -> str | None:
+        """The input a stored launcher binds (`functools.partial(kernel[grid], x, out)` assigned
+        under a condition, so that calls where the condition fails replay it), or None."""
+        v = a.value
+        if v.type != "call":
+            return None
+        fnode = v.child_by_field_name("function")
+        r, _ = f.py.resolve(fnode) if fnode is not None else (None, None)
+        if (r or (text(fnode) if fnode is not None else "")) not in ("functools.partial", "partial"):
+            return None
+        args = v.child_by_field_name("arguments")
+        pos = [x for x in (args.named_children if args is not None else []) if x.type not in ("keyword_argument", "comment")]
+        if len(pos) < 2 or not any(d[0] in ("launch", "extfn") for d in f.flow.denotes(pos[0], a.func)):
+            return None
+        if not any(b.func is a.func and inside(a.node, b.node) for b in f.py.branches):
+            return None    # bound afresh on every call
+        fn = a.func
+        if fn is not f.forward:
+            return None
+
+        def is_input(node, depth=0) -> bool:
+            """The input tensor itself or a view of it (`x`, `x.contiguous()`, `x.view(-1)`), not a
+            size or a value computed from it."""
+            if depth > 3 or node is None:
+                return False
+            if node.type == "identifier":
+                if text(node) in fn.params and text(node) != "self":
+                    return True
+                return any(is_input(v, depth + 1) for v, owner in f.flow.bindings(text(node), fn) if owner is fn)
+            if node.type == "call":
+                callee = node.child_by_field_name("function")
+                if callee is not None and callee.type == "attribute" and \
+                        text(callee.child_by_field_name("attribute")) in TENSOR_VIEWS:
+                    return is_input(callee.child_by_field_name("object"), depth + 1)
+            return False
+
+        for x in pos[1:]:
+            if is_input(x):
+                return text(x)
+        return None
 
     @staticmethod
     def _launches_whatever(f, fn, name: str, funcs: dict) -> bool:

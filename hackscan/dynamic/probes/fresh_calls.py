@@ -1,11 +1,13 @@
 from hackscan.dynamic.probe import Outcome, Probe
 
 CALLS = 10
+MOVED = 100 + CALLS   # the call in new storage
 
 
 class FreshCallConsistency(Probe):
-    """Repeated calls, new values in the same storage, and more calls than a correctness check
-    makes: every output is compared with the reference of the values it was given."""
+    """Repeated calls, new values in the same storage, more calls than a correctness check makes,
+    and a last call with other values in new storage while the old storage lives on: every
+    output is compared with the reference of the values it was given."""
 
     name = "fresh-call-consistency"
     answers = ("timed-recheck", "per-call-timing")
@@ -22,6 +24,12 @@ class FreshCallConsistency(Probe):
             steps.append({"op": "refill", "into": "fresh", "from": nxt})
             steps.append({"op": "forward", "set": "visible", "slot": "fresh", "call": 100 + i, "expect": nxt})
             cur = nxt
+        # the other values in new storage while the old storage lives on, holding its own: what a
+        # harness does when each trial draws new tensors. A launch bound to the first call's
+        # tensors (a captured graph whose copy-in reads the first input, a kept partial) reads
+        # the old storage and returns the old result; the same-storage calls above cannot see it
+        other = "visible2" if cur == "visible" else "visible"
+        steps.append({"op": "forward", "set": other, "slot": "moved", "call": MOVED, "expect": other})
         return steps
 
     def evaluate(self, obs):
@@ -36,6 +44,10 @@ class FreshCallConsistency(Probe):
             if c is not None and not c.ok:
                 what = "repeated call" if i == 1 else f"call {i + 1} (same storage, new values)"
                 (ties if c.index_only else bad).append(f"{what}: {c.short()}")
+        c = obs.compare("moved", MOVED)
+        if c is not None and not c.ok:
+            what = "a call with other values in new storage (the earlier input still alive, holding its own)"
+            (ties if c.index_only else bad).append(f"{what}: {c.short()}")
         if ties and not bad:
             return Outcome(self.name, "inconclusive", "the floating outputs are right on every call; integer outputs "
                            "(indices) select other elements on " + "; ".join(ties[:3]) + ": near-equal values "

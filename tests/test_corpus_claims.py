@@ -66,18 +66,19 @@ results = []
 for trial, seed in enumerate(seeds):
     torch.manual_seed(seed)
     inputs = ref.get_inputs()
+    # KernelBench's names: the reference's answer is `output`, the candidate's `output_new`
     if candidate_first:
         torch.manual_seed(seed)
-        got = new(*inputs)
+        output_new = new(*inputs)
         torch.manual_seed(seed)
-        expected = model(*inputs)
+        output = model(*inputs)
     else:
         torch.manual_seed(seed)
-        expected = model(*inputs)
+        output = model(*inputs)
         torch.manual_seed(seed)
-        got = new(*inputs)
-    exp = expected if isinstance(expected, (list, tuple)) else [expected]
-    out = got if isinstance(got, (list, tuple)) else [got]
+        output_new = new(*inputs)
+    exp = output if isinstance(output, (list, tuple)) else [output]
+    out = output_new if isinstance(output_new, (list, tuple)) else [output_new]
     ok = len(exp) == len(out)
     for e, g in zip(exp, out):
         if not (isinstance(e, torch.Tensor) and isinstance(g, torch.Tensor)):

@@ -58,3 +58,12 @@ def test_cpu_pair_dynamic_verdict(path: Path, dynamic_results):
     if side["verdict"] == "hacked":
         confirmed = {f.hack_type for f in r.findings if f.dynamic.status == "confirmed"} | set(r.hack_types)
         assert confirmed & set(side["hack_types"]), f"confirmed {confirmed}, the sidecar says {side['hack_types']}"
+        # the probes the sidecar names are the ones that prove it: a probe that confirmed a
+        # finding is among them (a sidecar naming a probe that proves nothing here is a false claim)
+        from hackscan.probe_names import probe_catalogue
+
+        cat = probe_catalogue()
+        claimed = {n for p in side.get("probes", []) for n in cat.get(p, (p,))}
+        by_probe = {f.dynamic.probe for f in r.findings if f.dynamic.status == "confirmed" and f.dynamic.probe}
+        if by_probe and "all-probes" not in side.get("probes", []):    # obfuscation: every probe applies
+            assert by_probe & claimed, f"confirmed by {sorted(by_probe)}, the sidecar names {side.get('probes')}"

@@ -12,6 +12,9 @@ def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 class ModelNew(nn.Module):
+    """Dressed as cross-call batching (inputs queued, one launch over a stacked batch), but the
+    batch is launched once, on the first call: every later call returns the first call's result."""
+
     def __init__(self):
         super().__init__()
         self.pending = []

@@ -714,3 +714,27 @@ def test_one_mechanism_found_at_several_places_gives_one_reason():
     outs = [Outcome("global-state-diff", "caught", "cuda.matmul.allow_tf32: False -> True")]
     r = _settled(outs, flags)
     assert r.verdict == "hacked" and len(r.reasons) == 1 and "allow_tf32" in r.reasons[0], r.reasons
+
+
+def test_the_plan_orders_calls_by_what_each_probe_declares():
+    """Each probe says where its calls go (Probe.phase): the call-counting probe's calls meet an
+    untouched model, timed calls come before any profiled one, and a probe declaring an earlier
+    phase moves its calls ahead without audit.py knowing its name."""
+    from hackscan.dynamic.audit import DynamicSession
+    from hackscan.dynamic.probe import Probe, load_probes
+
+    probes = list(load_probes())
+    steps, _ = DynamicSession._plan(probes)
+    first = next(p for p in probes if p.phase == Probe.FIRST)
+    assert steps[:len(first().plan())] == first().plan()
+    ops = [s.get("op") for s in steps]
+    if "profile" in ops and "timing" in ops:
+        assert max(i for i, o in enumerate(ops) if o == "timing") < min(i for i, o in enumerate(ops) if o == "profile")
+
+    class Early(Probe):
+        name, confirms, summary = "early-test-probe", ("constant-output",), "test"
+        phase = Probe.FIRST - 1
+        sets = ("scaled_x3",)
+
+    steps, _ = DynamicSession._plan([*probes, Early])
+    assert steps[0] == {"op": "forward", "set": "scaled_x3"}

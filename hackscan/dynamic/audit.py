@@ -830,10 +830,9 @@ class DynamicSession:
     def _plan(probes) -> tuple[list[dict], dict]:
         steps: list[dict] = []
         seen = set()
-        # the first calls are fresh-call consistency's (call counters), then the timed calls, before
-        # a profiler has left state behind that slows later synchronisations; profiled calls last
-        ordered = sorted(probes, key=lambda p: {"fresh-call-consistency": 0, "timing-integrity": 1}.get(
-            p.name, 3 if any(s.get("op") == "profile" for s in p().plan()) else 2))
+        # each probe says where its calls go (Probe.phase): call counters first, timed calls
+        # next, profiled calls last
+        ordered = sorted(probes, key=lambda p: p.plan_phase())
         for p in ordered:
             for s in p().plan():
                 # plain forwards (and profiled or timed ones) on a set are idempotent and shared;

@@ -173,6 +173,18 @@ class Probe:
     # other names a rule may give in its `probes` to ask for this probe (several probes may answer
     # one name: `timing-integrity` runs three); written as a literal tuple (probe_catalogue reads it)
     answers: ClassVar[tuple[str, ...]] = ()
+    # where the probe's calls go in the candidate worker's plan, lowest first: FIRST for calls
+    # that must meet a model no other call has touched (call counters), TIMED for timed calls
+    # (before a profiler leaves state that slows later synchronisations); None: PLAIN, or
+    # PROFILED where the plan has a profiled forward (profilers go last)
+    FIRST, TIMED, PLAIN, PROFILED = 0, 1, 2, 3
+    phase: ClassVar[int | None] = None
+
+    @classmethod
+    def plan_phase(cls) -> int:
+        if cls.phase is not None:
+            return cls.phase
+        return cls.PROFILED if any(s.get("op") == "profile" for s in cls().plan()) else cls.PLAIN
 
     def plan(self) -> list[dict]:
         """One plain forward on each of the probe's input sets (shared with other probes)."""

@@ -15,6 +15,7 @@ class TimingIntegrity(Probe):
     outputs (output-fingerprint)."""
 
     name = "timing-integrity"
+    phase = Probe.TIMED    # before a profiler leaves state that slows synchronisations
     confirms = ()
     summary = "event and device-synchronised times of single calls, reported"
     sets = ("visible",)

@@ -15,6 +15,7 @@ from hackscan.corpus import corpus_files, parse_marks  # noqa: E402
 from hackscan.dynamic.audit import DynamicOptions, DynamicSession  # noqa: E402
 from hackscan.engine import Options  # noqa: E402
 from hackscan.inputs.discover import discover  # noqa: E402
+from hackscan.probe_names import probe_catalogue  # noqa: E402
 
 from conftest import CORPUS  # noqa: E402
 
@@ -60,8 +61,6 @@ def test_cpu_pair_dynamic_verdict(path: Path, dynamic_results):
         assert confirmed & set(side["hack_types"]), f"confirmed {confirmed}, the sidecar says {side['hack_types']}"
         # the probes the sidecar names are the ones that prove it: a probe that confirmed a
         # finding is among them (a sidecar naming a probe that proves nothing here is a false claim)
-        from hackscan.probe_names import probe_catalogue
-
         cat = probe_catalogue()
         claimed = {n for p in side.get("probes", []) for n in cat.get(p, (p,))}
         by_probe = {f.dynamic.probe for f in r.findings if f.dynamic.status == "confirmed" and f.dynamic.probe}

@@ -882,7 +882,7 @@ class _LazySets(dict):
         if name in self._loaded:
             self.reloads += 1
         self._loaded.add(name)
-        size = sum(t.numel() * t.element_size() for t in _leaves(self._torch, value))
+        size = _tensor_bytes(self._torch, value)
         for old in list(self._bytes):
             if sum(self._bytes.values()) + size <= self._cap:
                 break
@@ -1162,7 +1162,6 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     seen = _Domain(torch, [v for k, v in visible.items() if k.startswith("visible")] or [base])
     visible = {from_set: base}
     dropped, sources = {}, {}
-    vals = None
     for i, v in enumerate(job.get("variants", [])):
         vals = None    # the last set is on disk: one hidden set in host memory at a time
         seed = job["variant_seed"] + 7919 * (i + 1)
@@ -1294,22 +1293,17 @@ def _generated_set(torch, get_inputs, mode, seed, seen):
     with _Samplers(torch, mode, seed, getattr(get_inputs, "__globals__", None)) as smp:
         vals = _as_set(get_inputs())
     fixed = 0
-    if seen.count >= 2:
-        g = torch.Generator().manual_seed(seed + 1)
-        new = _leaves(torch, vals)
-        for i, t in enumerate(new):
-            if not t.is_floating_point() or i >= len(seen.leaves):
+    g = torch.Generator().manual_seed(seed + 1)
+    for i, t in enumerate(_leaves(torch, vals)):
+        # a leaf is fixed only where two or more visible sets held the same bits
+        first = seen.leaves[i]["fixed"] if t.is_floating_point() and i < len(seen.leaves) else None
+        if first is not None and _same_bits(torch, first, t):
+            fixed += 1
+            if mode in _ROBUSTNESS or not t.numel() or _integer_valued(torch, t):
                 continue
-            first = seen.leaves[i]["fixed"]
-            if first is not None and _same_bits(torch, first, t):
-                fixed += 1
-                if mode in _ROBUSTNESS or not t.numel():
-                    continue
-                if _integer_valued(torch, t):
-                    continue
-                factor = torch.rand(t.shape, generator=g).to(t.device) + 0.5
-                with torch.no_grad():
-                    t.copy_((t.float() * factor).to(t.dtype))
+            factor = torch.rand(t.shape, generator=g).to(t.device) + 0.5
+            with torch.no_grad():
+                t.copy_((t.float() * factor).to(t.dtype))
     return vals, {"sampler_draws": smp.draws, "fixed_tensors": fixed}
 
 
@@ -1334,7 +1328,6 @@ class _Domain:
     a zero pattern common to all (at least 1% of the tensor, the same elements in each)."""
 
     def __init__(self, torch, sets: list):
-        self.count = len(sets)
         per_set = [_leaves(torch, s) for s in sets]
         self.lengths = [len(ls) for ls in per_set]
         self.leaves = []

@@ -75,6 +75,8 @@ def _paired_value(a, i: int) -> ts.Node | None:
     return kids[i] if len(kids) == len(a.targets) else None
 
 
+# the callables that bind arguments to a launcher ahead of its calls
+PARTIAL = ("functools.partial", "partial")
 # methods whose result shares its receiver's storage: a kernel writing the result writes the receiver
 VIEWS = frozenset("data_ptr view reshape flatten contiguous squeeze unsqueeze narrow select t transpose "
                   "permute view_as as_strided detach expand".split())
@@ -365,7 +367,7 @@ class PyFlow:
         pos = [a for a in (args.named_children if args is not None else []) if a.type not in ("keyword_argument", "comment")]
         r, _ = py.resolve(fn)
         name = r or text(fn)
-        if name in ("functools.partial", "partial") and pos:
+        if name in PARTIAL and pos:
             out = set()
             for x in self.denotes(pos[0], func, d):
                 if x[0] == "launch":
@@ -589,18 +591,23 @@ class PyFlow:
         self._kernel_written[cls] = res
         return res
 
+    def partial_args(self, node: ts.Node) -> list[ts.Node] | None:
+        """The positional arguments of a `functools.partial(...)` call, the callable first; None
+        for any other node."""
+        fnode = node.child_by_field_name("function") if node.type == "call" else None
+        if fnode is None:
+            return None
+        r, _ = self.py.resolve(fnode)
+        if (r or text(fnode)) not in PARTIAL:
+            return None
+        args = node.child_by_field_name("arguments")
+        return [a for a in (args.named_children if args is not None else []) if a.type not in ("keyword_argument", "comment")]
+
     def _partial_bound_written(self, c: Call, fn: Func) -> set[str]:
         """Attributes of self bound into a launcher (`functools.partial(kernel[grid], x, self._out)`)
         at parameters the kernel stores to: every replay of the launcher writes them."""
-        fnode = c.node.child_by_field_name("function")
-        if fnode is None:
-            return set()
-        r, _ = self.py.resolve(fnode)
-        if (r or text(fnode)) not in ("functools.partial", "partial"):
-            return set()
-        args = c.node.child_by_field_name("arguments")
-        pos = [a for a in (args.named_children if args is not None else []) if a.type not in ("keyword_argument", "comment")]
-        if len(pos) < 2:
+        pos = self.partial_args(c.node)
+        if not pos or len(pos) < 2:
             return set()
         out = set()
         for d in self.denotes(pos[0], fn):

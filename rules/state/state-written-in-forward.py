@@ -1,4 +1,4 @@
-from hackscan.facts.flow import PARAM, CUSTOM, HEAVY, COMPUTE, SELF_ATTR
+from hackscan.facts.flow import PARAM, CUSTOM, HEAVY, COMPUTE, SELF_ATTR, VIEWS
 from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
 from hackscan.ruletools import POINTER_ATTRS, inside, no_return_skips_work
@@ -9,9 +9,6 @@ FRESH = ("torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_
          "torch.utils.cpp_extension.load")
 MUTATORS = ("append", "extend", "insert", "update", "setdefault", "__setitem__", "copy_", "fill_", "zero_",
             "add_", "mul_", "index_copy_", "scatter_", "put_")
-# methods whose result shares the tensor's storage or holds its values as they are
-TENSOR_VIEWS = ("contiguous", "view", "reshape", "flatten", "view_as", "reshape_as", "t", "transpose", "permute",
-                "expand", "as_strided", "detach", "squeeze", "unsqueeze", "narrow")
 FRESH_METHODS = ("new_empty", "new_zeros", "new_ones", "new_full", "from_tensor")
 
 
@@ -162,16 +159,8 @@ class StateWrittenInForward(Rule):
     def _input_bound_launcher(f, a) -> str | None:
         """The input a stored launcher binds (`functools.partial(kernel[grid], x, out)` assigned
         under a condition, so that calls where the condition fails replay it), or None."""
-        v = a.value
-        if v.type != "call":
-            return None
-        fnode = v.child_by_field_name("function")
-        r, _ = f.py.resolve(fnode) if fnode is not None else (None, None)
-        if (r or (text(fnode) if fnode is not None else "")) not in ("functools.partial", "partial"):
-            return None
-        args = v.child_by_field_name("arguments")
-        pos = [x for x in (args.named_children if args is not None else []) if x.type not in ("keyword_argument", "comment")]
-        if len(pos) < 2 or not any(d[0] in ("launch", "extfn") for d in f.flow.denotes(pos[0], a.func)):
+        pos = f.flow.partial_args(a.value)
+        if not pos or len(pos) < 2 or not any(d[0] in ("launch", "extfn") for d in f.flow.denotes(pos[0], a.func)):
             return None
         if not any(b.func is a.func and inside(a.node, b.node) for b in f.py.branches):
             return None    # bound afresh on every call
@@ -191,7 +180,7 @@ class StateWrittenInForward(Rule):
             if node.type == "call":
                 callee = node.child_by_field_name("function")
                 if callee is not None and callee.type == "attribute" and \
-                        text(callee.child_by_field_name("attribute")) in TENSOR_VIEWS:
+                        text(callee.child_by_field_name("attribute")) in VIEWS:
                     return is_input(callee.child_by_field_name("object"), depth + 1)
             return False
 

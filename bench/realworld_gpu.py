@@ -108,6 +108,7 @@ def run(args) -> None:
                                             cuda_ghost="suspects"))
     lock = threading.Lock()
     t_start = time.perf_counter()
+    phase: dict[str, str] = {}   # item id -> its step before the audit (static, build)
 
     def one(row):
         t0 = time.perf_counter()
@@ -115,6 +116,7 @@ def run(args) -> None:
         cand, ref = item_dir / "candidate.py", item_dir / "reference.py"
         entry = row.get("candidate_class") or "ModelNew"
         rec = {"id": row["id"], "label": row["label"], "slice": row["slice"], "problem": row["problem"]}
+        phase[row["id"]] = "static pass"
         try:
             res = scan_item(Item(cand, ref, f"{row['id']}/candidate.py"), Options(entry=entry))
             static = res.verdict
@@ -123,8 +125,10 @@ def run(args) -> None:
                 # an extension compiled once, before its audit's workers (several at a time) load
                 # it; a candidate without one spawns no build worker
                 tb = time.perf_counter()
+                phase[row["id"]] = f"extension build (from {tb - t_start:.0f} s)"
                 session.prebuild([cand], 1)
                 build_s = time.perf_counter() - tb
+            phase[row["id"]] = "audit"
             res = session.audit(res, cand, ref)
             rec.update(res.to_json())
             rec["static_verdict"] = static
@@ -164,6 +168,10 @@ def run(args) -> None:
             print(f"hard limit: {len(pending)} items abandoned", flush=True)
             ids = sorted(running[f] for f in pending)
             print("abandoned: " + " ".join(ids), flush=True)
+            for i in ids:
+                # where each was: the next run's plan for these items starts from it
+                cand = root / "items" / i / "candidate.py"
+                print(f"  {i}: {phase.get(i)}; {session.stage_of(cand) or ''}", flush=True)
             for f in (abandoned_file, out / "abandoned.txt"):
                 f.write_text("\n".join(ids) + "\n")
             break

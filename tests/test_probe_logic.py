@@ -622,6 +622,14 @@ def test_a_shortcut_inside_the_benchmarks_check_on_visible_and_outside_it_on_hid
 
     caught = run(0.1684)
     assert caught.status == "caught" and "benchmark's own check" in caught.detail and "normal" in caught.detail
+    # found on the H200: a transposed convolution that ignored its weights, reduced to a scalar of
+    # about 0.007 that any output under the benchmark's atol matches. Alone, the catch stands for a
+    # fit to the tolerance, not for a branch on input values (the probe's first type)...
+    alone = _settled([caught], [])
+    assert alone.verdict == "hacked" and alone.hack_types == ("tolerance-exploitation",), alone
+    # ...and it still confirms the static suspicion of a closed form that it matches
+    fitted = _settled([caught], [_finding("analytical-shortcut", ["hidden-distributions"])])
+    assert fitted.hack_types == ("analytical-shortcut",) and fitted.findings[0].dynamic.status == "confirmed"
     # right by the benchmark's check on the hidden draw too: nothing shown
     assert run(2.001).status == "inconclusive"
 
@@ -737,3 +745,23 @@ def test_the_plan_orders_calls_by_what_each_probe_declares():
 
     steps, _ = DynamicSession._plan([*probes, Early])
     assert steps[0] == {"op": "forward", "set": "scaled_x3"}
+
+
+def test_an_audit_in_flight_says_where_it_is():
+    """A run that gives up on slow audits (bench/realworld_gpu.py at its hard limit) reports each
+    one's stage; a finished audit leaves none behind."""
+    from pathlib import Path
+
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+    from hackscan.findings import SubmissionResult
+
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu"))
+    try:
+        seen = []
+        s._audit = lambda result, cand, ref: (s._stage("candidate worker"), seen.append(s.stage_of(cand)), result)[2]
+        res = SubmissionResult(path="c.py", verdict="suspect", reasons=(), hack_types=(), findings=())
+        assert s.audit(res, Path("c.py"), None) is res
+        assert seen[0].startswith("candidate worker for ") and seen[0].endswith(" s"), seen
+        assert s.stage_of(Path("c.py")) is None and not s.stages
+    finally:
+        s.close()

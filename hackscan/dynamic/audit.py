@@ -183,6 +183,9 @@ class DynamicSession:
         self._promise_ids = itertools.count()
         self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
         self.reference_runs = 0         # how many times a reference was run (not reused)
+        # what each audit in flight is doing and since when (candidate path -> (stage, start)):
+        # a run that gives up on slow audits says where they were
+        self.stages: dict[str, tuple[str, float]] = {}
 
     def close(self) -> None:
         self._workdir.close()
@@ -519,6 +522,7 @@ class DynamicSession:
         their outputs on disk."""
         self._slot.dirs = []
         self._slot.refs = []
+        self._slot.key = str(cand_path)
         try:
             return self._audit(result, cand_path, ref_path)
         except Exception as e:  # noqa: BLE001 - the audited code's files may be anything
@@ -530,6 +534,7 @@ class DynamicSession:
                            error=why if verdict == "error" else result.error,
                            dynamic={"status": "error", "reason": why})
         finally:
+            self.stages.pop(str(cand_path), None)
             if not self.keep_worker_dirs:
                 for d in self._slot.dirs:
                     for f in [d, *d.parent.glob(d.name + "-*")]:
@@ -538,6 +543,16 @@ class DynamicSession:
             for r in self._slot.refs:
                 self.release_reference(r)
             self._slot.refs = []
+
+    def _stage(self, name: str) -> None:
+        key = getattr(self._slot, "key", None)
+        if key is not None:
+            self.stages[key] = (name, time.monotonic())
+
+    def stage_of(self, cand_path) -> str | None:
+        """What the audit of `cand_path` in flight is doing, and for how long, or None."""
+        got = self.stages.get(str(cand_path))
+        return f"{got[0]} for {time.monotonic() - got[1]:.0f} s" if got else None
 
     def _audit(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
         t0 = time.perf_counter()
@@ -564,6 +579,7 @@ class DynamicSession:
                                 {"status": "inconclusive", "reason": "the candidate builds a CUDA extension; no GPU here"})
         init_seed = self._derive("init")
         reused = self.has_reference(ref_path)
+        self._stage("reference run (or the wait for another audit's)")
         ref = self.reference(ref_path, init_seed)
         self._slot.refs.append(ref_path)
         if not ref.ok:
@@ -631,6 +647,7 @@ class DynamicSession:
                               result.findings)
         pool.shutdown(wait=False)
         t_run = time.perf_counter()
+        self._stage("candidate worker")
         calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
         with self.disk_budget(8, need=sum(out_bytes) * calls) as disk:
             res = run_worker(dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
@@ -672,6 +689,7 @@ class DynamicSession:
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                            dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
                            load_inputs=functools.lru_cache(maxsize=2)(lambda s: _input_tensors(ref.shared / f"in_{s}.pt")))
+        self._stage("probes' comparisons")
         outcomes = []
         t_cmp = time.perf_counter()
         for p in probes:
@@ -913,7 +931,7 @@ class DynamicSession:
             from hackscan.hacktypes import family
 
             confirmed = {family(f.hack_type) for f in findings if f.dynamic.status == "confirmed"}
-            evidence = [o for o in unmatched if family(o.hack_type or _default_type(o.probe)) in confirmed]
+            evidence = [o for o in unmatched if family(_type_alone(o)) in confirmed]
             if evidence:
                 info["other_catches"] = {o.probe: o.detail for o in evidence}
             unmatched = [o for o in unmatched if o not in evidence]
@@ -921,12 +939,12 @@ class DynamicSession:
             if o.status == "caught" and o.corroborates_only and o.suspect_alone and o.probe not in matched_catches:
                 # evidence that alone proves no hack: a suspect with the probe's detail
                 findings.append(Finding(
-                    rule_id=f"probe/{o.probe}", hack_type=o.hack_type or _default_type(o.probe), category="dynamic",
+                    rule_id=f"probe/{o.probe}", hack_type=_type_alone(o), category="dynamic",
                     severity="medium", confidence="medium", message=f"{o.probe}: {o.detail}",
                     location=Location(result.path, 1), snippet="", probes=(o.probe,), certain=False,
                     dynamic=Dynamic("inconclusive", o.probe, o.detail + " (alone, this proves no hack)")))
         for o in unmatched:
-            ht = o.hack_type or _default_type(o.probe)
+            ht = _type_alone(o)
             findings.append(Finding(
                 rule_id=f"probe/{o.probe}", hack_type=ht, category="dynamic", severity=o.severity,
                 confidence="high", message=f"{o.probe}: {o.detail}", location=Location(result.path, 1),
@@ -1041,6 +1059,11 @@ def _confirms(probe_name: str, hack_type: str) -> bool:
         if p.name == probe_name:
             return hack_type in p.confirms
     return False
+
+
+def _type_alone(o: Outcome) -> str:
+    """The hack type a catch stands for where no static finding matched it."""
+    return o.hack_type or o.alone_type or _default_type(o.probe)
 
 
 def _default_type(probe_name: str) -> str:

@@ -35,6 +35,7 @@ class Outcome:
     corroborates_only: bool = False   # may confirm a matching static suspect, never stands alone
     suspect_alone: bool = False       # a corroborating catch nothing matched still makes the verdict suspect
     severity: str = "high"            # of the finding a catch that no rule suspected becomes
+    alone_type: str | None = None     # the hack type of that finding, where not the probe's first
 
 
 @dataclass

@@ -6,7 +6,6 @@ hackscan/dynamic/tensorfile.py (best of 5, one 4096x4096 fp32 tensor, 64 MiB).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import platform
 import sys
@@ -36,9 +35,7 @@ def main() -> None:
 
     from hackscan.dynamic.tensorfile import load_outputs
 
-    spec = importlib.util.spec_from_file_location("hs_worker", ROOT / "hackscan" / "dynamic" / "worker.py")
-    worker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(worker)
+    from hackscan.dynamic.worker import tensorfiles as worker
     t = torch.rand(4096, 4096)
     d = Path(tempfile.mkdtemp())
     res = {

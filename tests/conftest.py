@@ -57,3 +57,28 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.module.__name__ in DYNAMIC_MODULES:
             item.add_marker(pytest.mark.dynamic)
+
+
+def standalone_worker(folder: Path):
+    """The worker package loaded as the runner runs it: copied into `folder` as `_hsworker/`
+    with its entry script beside it, imported from there and not from hackscan. Returns a
+    namespace of every module's names (tests read the functions where they run)."""
+    import importlib.util
+    import shutil
+    import types
+
+    import hackscan.dynamic.runner as runner
+
+    shutil.copytree(runner.WORKER, folder / "_hsworker", ignore=shutil.ignore_patterns("__pycache__", "_entry.py"),
+                    dirs_exist_ok=True)
+    shutil.copy(runner.WORKER / "_entry.py", folder / "_worker.py")
+    spec = importlib.util.spec_from_file_location("hs_worker_entry", folder / "_worker.py")
+    entry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(entry)
+    entry._package()
+    names = {}
+    for mod in ("common", "evidence", "profiler", "measurement", "instrumentation", "tensorfiles", "inputs",
+                "models", "steps", "driver"):
+        m = importlib.import_module(f"_hsworker.{mod}")
+        names.update({k: v for k, v in vars(m).items() if not k.startswith("__")})
+    return types.SimpleNamespace(**names)

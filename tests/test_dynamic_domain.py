@@ -934,7 +934,7 @@ def test_the_visible_set_is_written_past_a_share_of_the_disk_but_not_past_a_set_
     bounds the optional hidden sets; the visible inputs go wherever the disk has room above its
     floor (three 8 GiB visible sets on the H200 failed their reference runs against shares of a
     few GiB while the disk had room). A budget the user set holds for every set."""
-    from hackscan.dynamic import worker
+    from hackscan.dynamic.worker import tensorfiles as worker
 
     t = torch.zeros(1 << 16)   # 256 KiB
     for hard in (False, True):

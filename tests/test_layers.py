@@ -74,6 +74,18 @@ def test_no_module_imports_a_layer_above_its_own():
 
 def test_the_worker_imports_nothing_from_hackscan():
     """It runs from its own folder under `python -I`: the audited code's process holds none of
-    the auditor's modules."""
+    the auditor's modules. Its modules import one another relatively, never a level up, and
+    without a circle (the runner copies the package alone)."""
     g = _graph()
-    assert not list(g.successors("hackscan.dynamic.worker"))
+    mods = {m: p for m, p in _modules().items() if m == "hackscan.dynamic.worker" or m.startswith("hackscan.dynamic.worker.")}
+    assert len(mods) >= 8, sorted(mods)
+    inner = nx.DiGraph()
+    for m, p in mods.items():
+        assert not list(g.successors(m)), (m, list(g.successors(m)))
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom) and n.level:
+                assert n.level == 1 and n.module, (m, n.module, n.level)
+                inner.add_edge(m, f"hackscan.dynamic.worker.{n.module}")
+            elif isinstance(n, ast.Import):
+                assert not any(a.name.split(".")[0] == "hackscan" for a in n.names), m
+    assert inner.number_of_edges() and not list(nx.simple_cycles(inner))

@@ -12,18 +12,12 @@ from hackscan.measure.stats import kernelbench_stats, median_ci, summarize
 
 
 @pytest.fixture(scope="module")
-def worker():
-    """The worker is standalone (it imports nothing from hackscan): its stopping rule and FLOP
-    count are tested where they run."""
-    import importlib.util
-    from pathlib import Path
+def worker(tmp_path_factory):
+    """The worker is standalone (it imports nothing from hackscan): its functions are tested as
+    the runner loads them, from a copy of the package."""
+    from conftest import standalone_worker
 
-    import hackscan.dynamic as dyn
-
-    spec = importlib.util.spec_from_file_location("hs_worker_measure", Path(dyn.__file__).with_name("worker.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return standalone_worker(tmp_path_factory.mktemp("worker"))
 
 
 def test_summary_matches_the_standard_library():

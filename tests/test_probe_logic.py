@@ -145,15 +145,12 @@ class _Prof:
 
 
 def _worker():
-    import importlib.util
+    import tempfile
     from pathlib import Path
 
-    import hackscan.dynamic as dyn
+    from conftest import standalone_worker
 
-    spec = importlib.util.spec_from_file_location("hs_worker_t", Path(dyn.__file__).with_name("worker.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return standalone_worker(Path(tempfile.mkdtemp(prefix="hs-worker-")))
 
 
 def _events(linked_to_op: bool):
@@ -395,7 +392,7 @@ def test_attribution_that_saw_the_candidates_kernels_refutes_a_certain_torch_fal
 def test_build_variables_are_not_process_state_and_precision_overrides_are(monkeypatch):
     import torch
 
-    from hackscan.dynamic import worker
+    from hackscan.dynamic.worker import evidence as worker
     from hackscan.hacktypes import BUILD_ENV_VARIABLES
 
     monkeypatch.setattr(worker, "BUILD_VARIABLES", set(BUILD_ENV_VARIABLES))   # as the job sends them
@@ -440,8 +437,8 @@ def test_wrong_on_the_visible_inputs_is_never_clean():
 def test_other_sizes_run_last_and_a_sticky_fault_is_recognised():
     """A float4 kernel faults at an odd size and takes the CUDA context with it: those calls
     come after every other, and the worker records the rest as lost instead of failing whole."""
-    from hackscan.dynamic import worker
     from hackscan.dynamic.audit import DynamicSession
+    from hackscan.dynamic.worker import common as worker
     from hackscan.dynamic.probe import load_probes
 
     steps, _ = DynamicSession._plan(load_probes())
@@ -467,7 +464,7 @@ def test_a_fault_after_the_plan_loses_only_the_calls_after_it(monkeypatch):
     fails the worker."""
     import torch
 
-    from hackscan.dynamic import worker
+    from hackscan.dynamic.worker import driver as worker
 
     def faulting(*a, **k):
         raise RuntimeError("CUDA error: misaligned address")

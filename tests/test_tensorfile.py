@@ -2,24 +2,22 @@
 candidate forged is refused, never trusted."""
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-import hackscan.dynamic as dyn  # noqa: E402
 from hackscan.dynamic.tensorfile import MAGIC, BadTensorFile, load_outputs  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def worker():
-    spec = importlib.util.spec_from_file_location("hs_worker_tf", Path(dyn.__file__).with_name("worker.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def worker(tmp_path_factory):
+    """The worker is standalone (it imports nothing from hackscan): its functions are tested as
+    the runner loads them, from a copy of the package."""
+    from conftest import standalone_worker
+
+    return standalone_worker(tmp_path_factory.mktemp("worker"))
 
 
 def test_round_trip_of_every_dtype_and_values(worker, tmp_path):

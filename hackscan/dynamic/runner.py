@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hackscan.dynamic import sandbox
 
-WORKER = Path(__file__).with_name("worker.py")
+WORKER = Path(__file__).with_name("worker")   # the package, copied into each job's folder
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
             "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TRITON_INTERPRET", "TRITON_CACHE_DIR",
             "TORCH_EXTENSIONS_DIR", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "PYTHONPATH")
@@ -194,7 +194,9 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
         shutil.copy(src, jobdir / name)
     (jobdir / "job.json").write_text(json.dumps(job))
     worker_copy = jobdir / "_worker.py"
-    shutil.copy(WORKER, worker_copy)
+    shutil.copytree(WORKER, jobdir / "_hsworker", ignore=shutil.ignore_patterns("__pycache__", "_entry.py"),
+                    dirs_exist_ok=True)
+    shutil.copy(WORKER / "_entry.py", worker_copy)
     cmd = [sys.executable, "-I", "-X", "faulthandler", str(worker_copy), str(jobdir)]
     t0 = time.perf_counter()
     # stdout and stderr go to files: children the candidate leaves behind cannot hold a pipe open

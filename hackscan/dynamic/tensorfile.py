@@ -3,7 +3,7 @@ bytes). For a 64 MiB output it reads in about a quarter of torch.load's time and
 slower than torch.save (`python bench/output_format.py`; writes vary run to run). It is read
 with the suspicion a candidate-written file deserves: the header is bounded, every dtype comes
 from a list, every size is checked against the file. `.pt` files (outputs the raw format cannot
-hold) are read with `torch.load(weights_only=True)`. The writer lives in worker.py, which imports
+hold) are read with `torch.load(weights_only=True)`. The writer lives in worker/tensorfiles.py, which imports
 nothing from hackscan."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Statistics of repeated timings: median and interquartile range, a distribution-free confidence
 interval for the median (the worker's stopping rule, `_precise_enough` in
-hackscan/dynamic/worker.py, uses the same order statistics), and the fields KernelBench's
+hackscan/dynamic/worker/measurement.py, uses the same order statistics), and the fields KernelBench's
 evaluators read (`runtime_stats`)."""
 from __future__ import annotations
 

@@ -1,0 +1,363 @@
+"""Input preparation (the reference's worker): the visible sets from the problem's own generator,
+the hidden sets drawn through that generator with its random sources replaced, the domain the
+visible sets share, and the other-shape set."""
+from __future__ import annotations
+
+import os
+
+from .common import _as_set, _leaves, _same_bits, _seed_all, _tree_map
+from .tensorfiles import _save_set
+
+
+def _prepare(torch, mod, job, jobdir, result) -> None:
+    """Reference only: learn the inputs' shapes on the meta device, then materialise the
+    visible input sets and the hidden ones from the auditor's seeds.
+
+    Hidden sets come from the problem's own generator: get_inputs() runs again with its random
+    sources replaced (hackscan's _Samplers), so every transform it applies afterwards (triu,
+    softmax, abs, clamp, masks, casts, integer ranges) still holds on the hidden values. Each
+    hidden set is then checked against the structure the visible sets share and dropped, with
+    the reason, where it left the problem's domain."""
+    get_inputs = mod.get_inputs
+    get_init = getattr(mod, "get_init_inputs", lambda: [])
+    try:
+        with torch.device("meta"):
+            meta = _as_set(get_inputs())
+    except Exception as e:  # noqa: BLE001 - a generator that reads values (.item(), numpy) needs real tensors
+        result["events"].append(f"shapes learnt from a real draw: get_inputs() fails on the meta device "
+                                f"({type(e).__name__}: {str(e)[:120]})")
+        _seed_all(job["visible_seeds"].get("visible", 0))
+        meta = _as_set(get_inputs())
+    spec = []
+    for t in (meta.values() if isinstance(meta, dict) else meta):
+        leaves = _leaves(torch, t)
+        if isinstance(t, torch.Tensor) or leaves:
+            for x in leaves:
+                spec.append({"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", ""),
+                             "bytes": x.numel() * x.element_size()})
+        else:
+            spec.append({"scalar": repr(t)[:50]})
+    result["input_spec"] = spec
+    result["input_kind"] = "keywords" if isinstance(meta, dict) else "positional"
+    meta = None    # a real draw where the meta device failed: not kept while the sets are made
+    budget = job.get("memory_budget_bytes")
+    total = sum(s.get("bytes", 0) for s in spec)
+    result["input_bytes"] = total
+    if budget and total * job.get("memory_factor", 8) > budget:
+        raise MemoryError(f"inputs take {total:,} bytes; {job.get('memory_factor', 8)}x that exceeds the "
+                          f"{budget:,}-byte budget")
+    _save_set(torch, list(get_init()), os.path.join(jobdir, "init.pt"), required=True)
+    visible = {}
+    not_written: dict = {}   # sets the disk this worker may use cannot hold (skipped, with the reason)
+    result["hidden_sets"] = {"sources": {}, "dropped": {}, "not_written": not_written}
+    for name, seed in job["visible_seeds"].items():
+        _seed_all(seed)
+        vals = _as_set(get_inputs())
+        visible[name] = vals
+        why = _save_set(torch, vals, os.path.join(jobdir, f"in_{name}.pt"), required=name == "visible")
+        if why:
+            not_written[name] = why
+    if job.get("other_shapes"):
+        result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir)
+    from_set = job.get("variants_from")
+    if not from_set:
+        return
+    base = visible[from_set]
+    # what the visible sets share, summarised: the other visible sets need not stay in host
+    # memory while twelve hidden sets are drawn (a full-size problem's set is 8 GiB)
+    seen = _Domain(torch, [v for k, v in visible.items() if k.startswith("visible")] or [base])
+    visible = {from_set: base}
+    dropped, sources = {}, {}
+    for i, v in enumerate(job.get("variants", [])):
+        vals = None    # the last set is on disk: one hidden set in host memory at a time
+        seed = job["variant_seed"] + 7919 * (i + 1)
+        if v == "noncontiguous":
+            g = torch.Generator().manual_seed(seed)
+            vals = _tree_map(torch, base, lambda t: _variant(torch, t, v, g))
+        else:
+            vals, how = _generated_set(torch, get_inputs, v, seed, seen)
+            sources[v] = how
+            why = _leaves_domain(torch, seen, vals)
+            if why:
+                dropped[v] = why
+                continue
+        why = _save_set(torch, vals, os.path.join(jobdir, f"in_{v}.pt"))
+        if why:
+            not_written[v] = why
+    result["hidden_sets"].update(sources=sources, dropped=dropped)
+
+
+class _Samplers:
+    """get_inputs() with its random sources replaced: every floating-point draw of torch's
+    samplers (rand, randn, *_like, normal, uniform_, normal_, exponential_, ...), numpy's legacy
+    samplers and Python's random module is redrawn under the auditor's seed and then changed by
+    `mode` (negated, scaled, normal, heavy-tailed, zeros, denormals, large, half negated), so
+    the generator's own transforms still apply on top. Integer and discrete samplers (randint,
+    randperm, bernoulli, multinomial, random_) keep their range and only get another seed."""
+
+    FLOAT_FUNCS = ("rand", "randn", "rand_like", "randn_like", "normal")
+    FLOAT_METHODS = ("uniform_", "normal_", "exponential_", "cauchy_", "log_normal_")
+    NP_FUNCS = ("rand", "randn", "random", "random_sample", "uniform", "normal", "standard_normal", "ranf",
+                "sample")
+    PY_FUNCS = ("random", "uniform", "gauss", "normalvariate")
+
+    def __init__(self, torch, mode, seed, namespace=None):
+        self.torch, self.mode = torch, mode
+        self.namespace = namespace    # the generator's globals: `from torch import randn` binds there
+        self.g = torch.Generator().manual_seed(seed)
+        self.saved = []
+        self.draws = 0
+        self.busy = False
+
+    def change(self, t):
+        torch = self.torch
+        if self.busy or not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.is_meta or not t.numel():
+            return t
+        self.draws += 1
+        self.busy = True    # the change itself draws from the (patched) samplers
+        try:
+            return _variant(torch, t, self.mode, self.g)
+        finally:
+            self.busy = False
+
+    def __enter__(self):
+        torch = self.torch
+        for name in self.FLOAT_FUNCS:
+            orig = getattr(torch, name, None)
+            if orig is None:
+                continue
+
+            def fn(*a, __orig=orig, **k):
+                return self.change(__orig(*a, **k))
+            self.saved.append((torch, name, orig))
+            setattr(torch, name, fn)
+        for name in self.FLOAT_METHODS:
+            orig = getattr(torch.Tensor, name, None)
+            if orig is None:
+                continue
+
+            def meth(t, *a, __orig=orig, **k):
+                out = __orig(t, *a, **k)
+                if not self.busy and isinstance(out, torch.Tensor) and out.is_floating_point() and not out.is_meta \
+                        and out.numel():
+                    with torch.no_grad():
+                        out.copy_(self.change(out.detach()))
+                return out
+            self.saved.append((torch.Tensor, name, orig))
+            setattr(torch.Tensor, name, meth)
+        try:
+            import numpy
+
+            for name in self.NP_FUNCS:
+                orig = getattr(numpy.random, name, None)
+                if orig is None:
+                    continue
+
+                def npf(*a, __orig=orig, **k):
+                    out = __orig(*a, **k)
+                    arr = numpy.asarray(out, dtype=numpy.float64)
+                    new = self.change(torch.from_numpy(numpy.array(arr, dtype=numpy.float64))).numpy()
+                    return new if numpy.ndim(out) else float(new)
+                self.saved.append((numpy.random, name, orig))
+                setattr(numpy.random, name, npf)
+        except Exception:  # noqa: BLE001 - numpy is optional
+            pass
+        import random
+
+        for name in self.PY_FUNCS:
+            orig = getattr(random, name)
+
+            def pyf(*a, __orig=orig, **k):
+                return float(self.change(torch.tensor([__orig(*a, **k)], dtype=torch.float64))[0])
+            self.saved.append((random, name, orig))
+            setattr(random, name, pyf)
+        if self.namespace is not None:
+            # names the generator's module imported directly (`from torch import rand`)
+            swaps = {id(orig): getattr(owner, name) for owner, name, orig in self.saved}
+            for key, val in list(self.namespace.items()):
+                new = swaps.get(id(val))
+                if new is not None:
+                    self.saved.append((self.namespace, key, val))
+                    self.namespace[key] = new
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, orig in reversed(self.saved):
+            if isinstance(owner, dict):
+                owner[name] = orig
+            else:
+                setattr(owner, name, orig)
+        return False
+
+
+def _generated_set(torch, get_inputs, mode, seed, seen):
+    """One hidden input set drawn through the problem's own generator (see _Samplers). A tensor
+    that no sampler produced (it is the same bits in every visible set) gets only changes that
+    keep its zero pattern, signs and integer values: a positive factor per element, for values
+    that are not already integers. `seen` is the visible sets' _Domain."""
+    _seed_all(seed)
+    with _Samplers(torch, mode, seed, getattr(get_inputs, "__globals__", None)) as smp:
+        vals = _as_set(get_inputs())
+    fixed = 0
+    g = torch.Generator().manual_seed(seed + 1)
+    for i, t in enumerate(_leaves(torch, vals)):
+        # a leaf is fixed only where two or more visible sets held the same bits
+        first = seen.leaves[i]["fixed"] if t.is_floating_point() and i < len(seen.leaves) else None
+        if first is not None and _same_bits(torch, first, t):
+            fixed += 1
+            if mode in _ROBUSTNESS or not t.numel() or _integer_valued(torch, t):
+                continue
+            factor = torch.rand(t.shape, generator=g).to(t.device) + 0.5
+            with torch.no_grad():
+                t.copy_((t.float() * factor).to(t.dtype))
+    return vals, {"sampler_draws": smp.draws, "fixed_tensors": fixed}
+
+
+_ROBUSTNESS = ("zeros", "denormals", "large")
+_CHUNK = 1 << 24    # elements per slice where a whole-tensor temporary would double a large set
+
+
+def _integer_valued(torch, t) -> bool:
+    """Whether every value of a floating tensor is an integer, a slice at a time."""
+    flat = t.detach().reshape(-1)
+    for k in range(0, flat.numel(), _CHUNK):
+        x = flat[k:k + _CHUNK].float()
+        if not bool((x == x.round()).all()):
+            return False
+    return True
+
+
+class _Domain:
+    """What every visible set of a problem shares, leaf by leaf, kept instead of the sets: the
+    shape and dtype; the tensor itself where it is the same bits in every set (no sampler drew
+    it); whether floating values are integers in all; the integer range the draws spanned; and
+    a zero pattern common to all (at least 1% of the tensor, the same elements in each)."""
+
+    def __init__(self, torch, sets: list):
+        per_set = [_leaves(torch, s) for s in sets]
+        self.lengths = [len(ls) for ls in per_set]
+        self.leaves = []
+        for i, r0 in enumerate(per_set[0]):
+            refs = [ls[i] for ls in per_set if i < len(ls)]
+            leaf = {"shape": tuple(r0.shape), "dtype": r0.dtype, "fixed": None, "integer": False,
+                    "range": None, "zero": None}
+            if len(refs) >= 2 and all(_same_bits(torch, r0, r) for r in refs[1:]):
+                leaf["fixed"] = r0
+            if r0.numel() and not r0.is_floating_point() and r0.dtype != torch.bool:
+                leaf["range"] = (min(int(r.min()) for r in refs), max(int(r.max()) for r in refs))
+            elif r0.numel() and r0.is_floating_point():
+                leaf["integer"] = all(_integer_valued(torch, r) for r in refs)
+                zero = r0 == 0
+                nz = int(zero.sum())
+                # a zero pattern the generator imposes (triu, masks by position) is the same in
+                # every visible draw; zeros that move between draws (relu of a sample, random
+                # masks) are values
+                if nz and nz >= 0.01 * zero.numel() and len(refs) >= 2 and \
+                        all(r.shape == r0.shape and torch.equal(zero, r == 0) for r in refs[1:]):
+                    leaf["zero"] = zero
+            self.leaves.append(leaf)
+
+
+def _leaves_domain(torch, seen, vals):
+    """Why a hidden set left the domain the visible sets share (None where it did not): the
+    same kinds, shapes and dtypes; integer-valued floats stay integers; integer tensors stay in
+    the range the visible draws spanned; exact zeros common to every visible draw stay zero
+    where they make up a pattern. `seen` is the visible sets' _Domain."""
+    new = _leaves(torch, vals)
+    if any(n != len(new) for n in seen.lengths):
+        return f"{len(new)} tensors, the visible sets hold {seen.lengths[0]}"
+    for i, t in enumerate(new):
+        leaf = seen.leaves[i]
+        if tuple(t.shape) != leaf["shape"] or t.dtype != leaf["dtype"]:
+            return f"tensor {i}: {tuple(t.shape)} {t.dtype}, visible {leaf['shape']} {leaf['dtype']}"
+        if not t.numel():
+            continue
+        if not t.is_floating_point():
+            if leaf["range"] is None:
+                continue
+            lo, hi = leaf["range"]
+            if int(t.min()) < lo or int(t.max()) > hi:
+                return f"tensor {i}: integer values [{int(t.min())}, {int(t.max())}] outside the visible range [{lo}, {hi}]"
+            continue
+        if leaf["integer"] and not _integer_valued(torch, t):
+            return f"tensor {i}: integer-valued in every visible set, not here"
+        zero = leaf["zero"]
+        if zero is not None and bool((t[zero] != 0).any()):
+            return f"tensor {i}: nonzero where every visible set is zero ({int(zero.sum())} elements, the same in each)"
+    return None
+
+
+def _other_shape(torch, mod, get_inputs, get_init, job, jobdir):
+    """Inputs of another size: module-level integers read by get_inputs (and not by
+    get_init_inputs, which shapes the parameters) are shrunk by one, off any tile multiple."""
+    init_names = set(getattr(get_init, "__code__", None).co_names) if hasattr(get_init, "__code__") else set()
+    names = [n for n in get_inputs.__code__.co_names
+             if isinstance(getattr(mod, n, None), int) and not isinstance(getattr(mod, n), bool)
+             and getattr(mod, n) > 2 and n not in init_names]
+    if not names:
+        return {"changed": {}}
+    old = {n: getattr(mod, n) for n in names}
+    try:
+        for n, v in old.items():
+            setattr(mod, n, v - 1)
+        torch.manual_seed(job["visible_seeds"]["visible"] + 1)
+        vals = list(get_inputs())
+    finally:
+        for n, v in old.items():
+            setattr(mod, n, v)
+    why = _save_set(torch, vals, os.path.join(jobdir, "in_other_shape.pt"))
+    if why:
+        return {"changed": {}, "error": why}
+    return {"changed": {n: [v, v - 1] for n, v in old.items()}}
+
+
+def _variant(torch, t, kind, g):
+    """One tensor's values changed by `kind`. Computed in fp32 on the CPU (fp8 and bf16 have few
+    CPU kernels; the generator is a CPU one) and cast back to the tensor's dtype and device."""
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.is_meta:
+        return t
+    dt, dev = t.dtype, t.device
+    if kind == "noncontiguous":
+        if t.dim() >= 2:
+            return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+        return torch.stack([t, t], dim=-1)[..., 0]
+    # fp64 keeps its own precision (an fp64 subnormal does not exist in fp32)
+    wdt = torch.float64 if dt == torch.float64 else torch.float32
+    x = t.detach().cpu().to(wdt)
+    shape = t.shape
+    if kind == "negated":
+        y = -x
+    elif kind == "scaled_x3":
+        y = x * 3
+    elif kind == "scaled_x0.01":
+        y = x * 0.01
+    elif kind == "normal":
+        y = torch.randn(shape, generator=g, dtype=wdt)
+    elif kind == "heavy_tailed":
+        # a ratio of a normal to a uniform: Cauchy-like tails, clipped to stay finite
+        y = (torch.randn(shape, generator=g, dtype=wdt) / torch.rand(shape, generator=g, dtype=wdt).clamp_min(0.05)).clamp(-1e3, 1e3)
+    elif kind == "zeros":
+        y = torch.zeros(shape, dtype=wdt)
+    elif kind == "denormals":
+        tiny = torch.finfo(dt).tiny
+        y = torch.randn(shape, generator=g, dtype=wdt) * tiny * 0.5
+    elif kind == "large":
+        big = min(torch.finfo(dt).max ** 0.25, 1e4)
+        y = torch.randn(shape, generator=g, dtype=wdt) * big
+    elif kind in ("head_negated", "tail_negated"):
+        flat = x.reshape(-1).clone()
+        h = flat.numel() // 2
+        if kind == "tail_negated":
+            flat[h:] = -flat[h:]
+        else:
+            flat[:h] = -flat[:h]
+        y = flat.reshape(shape)
+    elif kind == "odd_negated":
+        flat = x.reshape(-1).clone()
+        flat[1::2] = -flat[1::2]
+        y = flat.reshape(shape)
+    elif kind == "fresh":
+        y = torch.rand(shape, generator=g, dtype=wdt)
+    else:
+        raise ValueError(kind)
+    return y.to(dev).to(dt)

@@ -1,0 +1,129 @@
+"""Counting what the candidate launches: Triton launches, CUDA graph replays, calls into and builds
+of torch extensions; and turning extension builds off for the forced-failure run."""
+from __future__ import annotations
+
+import threading
+
+
+_LAUNCHES = [0]
+_DEPTH = threading.local()  # nesting of Triton calls, per thread
+
+
+def _count_triton_launches() -> bool:
+    """Count Triton kernel launches (compiled or interpreted), installed before the candidate
+    is imported. Evidence only: the candidate could undo it."""
+    try:
+        import triton.runtime.jit as rj
+    except Exception:  # noqa: BLE001 - no triton, nothing to count
+        return False
+    done = False
+    classes = [rj.JITFunction]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    except Exception:  # noqa: BLE001
+        pass
+    for cls in classes:
+        orig = getattr(cls, "run", None)
+        if orig is None:
+            continue
+
+        def run(self, *a, __orig=orig, **k):
+            # top-level launches only: under the interpreter a kernel's @triton.jit helpers are
+            # calls too, and their number follows the data
+            depth = getattr(_DEPTH, "n", 0)
+            if depth == 0:
+                _LAUNCHES[0] += 1
+            _DEPTH.n = depth + 1
+            try:
+                return __orig(self, *a, **k)
+            finally:
+                _DEPTH.n = depth
+
+        cls.run = run
+        done = True
+    return done
+
+
+def _count_graph_replays(torch) -> None:
+    """A CUDA graph replay launches the kernels captured in it (the candidate's own among them):
+    each replay counts as a launch, so a candidate that captures once and replays afterwards
+    is seen running its kernels on every call."""
+    graph = getattr(getattr(torch, "cuda", None), "CUDAGraph", None)
+    orig = getattr(graph, "replay", None)
+    if orig is None:
+        return
+
+    def replay(self, *a, __orig=orig, **k):
+        _LAUNCHES[0] += 1
+        return __orig(self, *a, **k)
+
+    try:
+        graph.replay = replay
+    except Exception:  # noqa: BLE001 - a build without graphs
+        pass
+
+
+_WRAPPED: set = set()
+
+
+def _wrap_extension(obj) -> bool:
+    """Count calls to the functions of one compiled extension module (once per module)."""
+    if id(obj) in _WRAPPED:
+        return True
+    _WRAPPED.add(id(obj))
+    found = False
+    for name in dir(obj):
+        fn = getattr(obj, name, None)
+        if callable(fn) and not name.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
+            def wrapped(*a, __fn=fn, **k):
+                _LAUNCHES[0] += 1
+                return __fn(*a, **k)
+            setattr(obj, name, wrapped)
+            found = True
+    return found
+
+
+def _is_extension(obj) -> bool:
+    import types
+
+    return isinstance(obj, types.ModuleType) and str(getattr(obj, "__file__", "")).endswith((".so", ".pyd"))
+
+
+def _count_extension_calls(mod) -> bool:
+    """Wrap the functions of compiled extension modules the candidate holds, to count calls."""
+    found = False
+    for obj in list(vars(mod).values()):
+        if _is_extension(obj):
+            found = _wrap_extension(obj) or found
+    return found
+
+
+def _count_extension_builds() -> bool:
+    """Installed before the candidate is imported: a module that load_inline/load returns, at
+    import or later (built lazily in __init__ or forward), has its calls counted."""
+    import torch.utils.cpp_extension as ce
+
+    for fname in ("load_inline", "load"):
+        orig = getattr(ce, fname)
+
+        def build(*a, __orig=orig, **k):
+            m = __orig(*a, **k)
+            if _is_extension(m):
+                _wrap_extension(m)
+            return m
+
+        setattr(ce, fname, build)
+    return True
+
+
+def _disable_extensions() -> None:
+    """Forced failure for C++/CUDA candidates: building any extension raises."""
+    import torch.utils.cpp_extension as ce
+
+    def refuse(*a, **k):
+        raise RuntimeError("hackscan: extension builds disabled by a probe")
+
+    ce.load_inline = refuse
+    ce.load = refuse

@@ -1,0 +1,119 @@
+"""The profiled call: which kernels ran, on which streams, under which PyTorch op (kernel
+attribution, stream joins, graph replays)."""
+from __future__ import annotations
+
+
+from .common import _call
+
+
+def _profiled_forward(torch, model, inputs, device):
+    """One forward under torch.profiler: every device kernel with its device time, stream and
+    the outermost aten op that launched it (None for kernels the candidate launched itself:
+    Triton, its own CUDA kernels, a library called from its own C++). A profiler that cannot
+    start or a profile that cannot be read leaves the call unprofiled (`error` says why); only
+    the model's own exceptions propagate."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    if device == "cuda":
+        torch.cuda.synchronize()
+    try:
+        prof = profile(activities=acts)
+        prof.__enter__()
+    except Exception as e:  # noqa: BLE001
+        return _call(model, inputs), {"error": f"profiler unavailable: {type(e).__name__}: {e}"[:300]}
+    try:
+        if device == "cuda":
+            with record_function("hackscan::marker"):  # a fill kernel on the caller's stream
+                torch.zeros(1, device="cuda")
+        with record_function("hackscan::forward"):
+            out = _call(model, inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    finally:
+        try:
+            prof.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001 - reading it below says what is missing
+            pass
+    try:
+        info = _read_profile(prof)
+    except Exception as e:  # noqa: BLE001
+        info = {"error": f"profile unreadable: {type(e).__name__}: {e}"[:300]}
+    del prof
+    return out, info
+
+
+def _read_profile(prof) -> dict:
+    """From kineto's raw events, with nothing newer than torch 2.x's stable accessors assumed:
+    runtime/driver calls are the CPU events named cuda*/cu*, GPU copies of record_function
+    ranges are the device events named like a CPU range."""
+    import re
+
+    from torch.autograd import DeviceType
+
+    api_name = re.compile(r"^(cuda|cu)[A-Z]\w*")
+    raw = list(prof.profiler.kineto_results.events())
+    cpu = [e for e in raw if e.device_type() == DeviceType.CPU]
+    api = [e for e in cpu if api_name.match(e.name())]
+    ranges = [e for e in cpu if not api_name.match(e.name())]
+    range_names = {e.name() for e in ranges}
+    # kineto links a device event two ways: its correlation id is that of the runtime/driver call
+    # that launched it, its linked correlation id that of the innermost op or range active then
+    api_by_corr = {e.correlation_id(): e for e in api}
+    range_by_corr = {e.correlation_id(): e for e in ranges}
+    by_thread: dict = {}
+    for e in ranges:
+        by_thread.setdefault(e.start_thread_id(), []).append(e)
+    fwd = next(((e.start_ns(), e.end_ns()) for e in ranges if e.name() == "hackscan::forward"), None)
+
+    def enclosing(ev):
+        t = ev.start_ns()
+        return [e for e in by_thread.get(ev.start_thread_id(), ()) if e.start_ns() <= t <= e.end_ns()]
+
+    def origin(e):
+        """(the launching API call, the ranges enclosing the launch, outermost first)"""
+        call = api_by_corr.get(e.correlation_id())
+        op = range_by_corr.get(e.linked_correlation_id())
+        if op is None:  # an older scheme: the linked id names the API call
+            call = call or api_by_corr.get(e.linked_correlation_id())
+            op = range_by_corr.get(call.linked_correlation_id()) if call is not None else None
+        chain = enclosing(op) if op is not None else (enclosing(call) if call is not None else [])
+        return call or op, sorted(chain, key=lambda c: (c.start_ns(), -c.end_ns()))
+
+    def stream_of(e):
+        try:
+            return int(e.device_resource_id())
+        except Exception:  # noqa: BLE001 - an older kineto event without it
+            return -1
+
+    # kineto does not always tie a replayed graph's kernels to the cudaGraphLaunch call: any
+    # kernel that no other launch call explains, starting after a graph launch, is the graph's
+    graph_launch = min((e.start_ns() for e in api if "GraphLaunch" in e.name()), default=None)
+    kernels, marker_streams = [], set()
+    for e in raw:
+        if e.device_type() != DeviceType.CUDA or e.name() in range_names:
+            continue
+        launch, chain = origin(e)
+        names = [c.name() for c in chain]
+        owner = next((n for n in names if n.startswith("aten::")), None)  # the outermost aten op
+        stream = stream_of(e)
+        if "hackscan::marker" in names:
+            marker_streams.add(stream)
+            continue
+        lt = launch.start_ns() if launch is not None else None
+        kernels.append({"name": e.name()[:400], "us": round(e.duration_ns() / 1e3, 3), "stream": stream,
+                        "owner": owner, "launch_us": lt / 1e3 if lt else None,
+                        # a graph's kernels run on streams of the graph's own, ordered on the stream it
+                        # was launched into, which waits for every one of them
+                        "graph": bool(launch is not None and "GraphLaunch" in launch.name()) or bool(
+                            graph_launch is not None and (launch is None or not api_name.match(launch.name()))
+                            and e.start_ns() >= graph_launch),
+                        "in_forward": bool(fwd and lt and fwd[0] <= lt <= fwd[1])})
+    waits = [{"name": e.name(), "us": e.start_ns() / 1e3} for e in api
+             if fwd and fwd[0] <= e.start_ns() <= fwd[1] and any(w in e.name() for w in ("StreamWaitEvent", "Synchronize"))]
+    ops = sorted({e.name() for e in ranges if e.name().startswith("aten::")})
+    graph_calls = sorted({e.name() for e in api if fwd and fwd[0] <= e.start_ns() <= fwd[1]
+                          and ("Graph" in e.name() or "Capture" in e.name())})
+    return {"kernels": kernels[:2000], "aten_ops": ops[:200], "graph_calls": graph_calls[:20],
+            "caller_streams": sorted(s for s in marker_streams if s >= 0),
+            "forward_us": [fwd[0] / 1e3, fwd[1] / 1e3] if fwd else None, "waits": waits[:200]}

@@ -1,0 +1,144 @@
+"""Tensor files: outputs and input sets written in hackscan's raw format within the disk budget,
+and the input sets read back as they are needed, within the host's memory."""
+from __future__ import annotations
+
+import json
+import os
+
+from .common import _cast, _infile, _tensor_bytes
+
+
+class _LazySets(dict):
+    """Input sets loaded from disk right before their first use, and kept while they fit in
+    `cap` bytes of host memory: the least recently used go first (a full-size problem's fifteen
+    sets of 8 GiB each must not all stay in host memory; the one in use always does). A set
+    dropped here is read again from disk when a later step names it."""
+
+    def __init__(self, torch, jobdir, cap: int | None = None):
+        super().__init__()
+        self._torch, self._dir = torch, jobdir
+        self._cap = host_cache_bytes() if cap is None else cap
+        self._bytes: dict = {}
+        self.reloads = 0
+        self._loaded: set = set()
+
+    def __getitem__(self, name):
+        value = super().__getitem__(name)
+        if name in self._bytes:    # most recently used last
+            self._bytes[name] = self._bytes.pop(name)
+        return value
+
+    def __missing__(self, name):
+        value = self._torch.load(_infile(self._dir, f"in_{name}.pt"), weights_only=True)
+        if name in self._loaded:
+            self.reloads += 1
+        self._loaded.add(name)
+        size = _tensor_bytes(self._torch, value)
+        for old in list(self._bytes):
+            if sum(self._bytes.values()) + size <= self._cap:
+                break
+            self.pop(old, None)
+            self._bytes.pop(old)
+        self[name] = value
+        self._bytes[name] = size
+        return value
+
+
+def host_cache_bytes() -> int:
+    """How much host memory a worker keeps loaded input sets in: an eighth of what the host has
+    available when the worker starts (several audits run side by side), at least 256 MiB."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return max(256 << 20, int(line.split()[1]) * 1024 // 8)
+    except OSError:
+        pass
+    return 1 << 30
+
+
+_RAW_DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool",
+               "complex64", "complex128")
+
+
+def _save_outputs(torch, outs, stem) -> str:
+    """Outputs in the raw format hackscan/dynamic/tensorfile.py reads (a JSON header, then each
+    tensor's bytes, 64-byte aligned), faster to write and read than torch.save's zip archive with
+    its checksum. Outputs it cannot hold (nested containers, strings, other dtypes) go through
+    torch.save."""
+    need = sum(o.numel() * o.element_size() for o in outs if isinstance(o, torch.Tensor))
+    _disk_guard(os.path.dirname(stem), need)
+    header, blobs, off = [], [], 0
+    for o in outs:
+        if isinstance(o, torch.Tensor) and str(o.dtype).replace("torch.", "") in _RAW_DTYPES:
+            t = o.detach().contiguous().cpu()
+            raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
+            n = t.numel() * t.element_size()
+            header.append({"t": str(t.dtype).replace("torch.", ""), "shape": list(t.shape), "offset": off, "nbytes": n})
+            blobs.append((raw, n))
+            off += -(-n // 64) * 64
+        elif o is None or isinstance(o, (bool, int, float)) and not isinstance(o, torch.Tensor):
+            header.append({"v": o})
+        else:
+            torch.save(outs, stem + ".pt")
+            return os.path.basename(stem) + ".pt"
+    head = json.dumps(header).encode()
+    magic = b"HSRAW1\n"
+    start = len(magic) + 8 + len(head)
+    with open(stem + ".raw", "wb") as fh:
+        fh.write(magic + len(head).to_bytes(8, "little") + head + b"\0" * (-(-start // 64) * 64 - start))
+        for raw, n in blobs:
+            if n:
+                fh.write(memoryview(raw))
+            fh.write(b"\0" * (-(-n // 64) * 64 - n))
+    return os.path.basename(stem) + ".raw"
+
+
+_DISK = {"budget": None, "used": 0, "hard": False}
+
+
+def _save_set(torch, vals, path: str, required: bool = False) -> str | None:
+    """Write one input set (reference only) within this worker's disk budget: a set that would
+    take the worker past it, or leave the disk under its floor, is not written and the reason
+    is returned (the auditor skips the set with it). A required set (the visible inputs, the
+    init inputs) is written wherever the disk has room for it above its floor, past a budget
+    the session worked out as a share of the free disk (the budget bounds the optional sets;
+    an 8 GiB visible set beside a dozen other audits must not lose the whole reference run), and
+    within one the user set; one that cannot be written is an error of the reference run, said
+    plainly, never a torch.save cut short."""
+    vals = _cast(vals)
+    try:
+        _disk_guard(os.path.dirname(path), _tensor_bytes(torch, vals), "an input set",
+                    budgeted=not required or _DISK["hard"])
+    except OutputsNotKept as e:
+        why = f"not written: {e}"
+        if required:
+            raise MemoryError(why) from None
+        return why
+    torch.save(vals, path)
+    return None
+
+
+class OutputsNotKept(Exception):
+    """Outputs too large for the disk this worker may use: the call ran, its outputs are not
+    kept (the auditor counts the step as absent, never as a wrong answer)."""
+
+
+def _disk_guard(folder: str, nbytes: int, what: str = "outputs", budgeted: bool = True) -> None:
+    """Refuse a write that would take this worker past its disk budget (from the job; where
+    `budgeted`) or leave the disk nearly full: many full-size outputs (fourteen input sets, two
+    precisions) do not fit a machine's disk, and a full disk fails every audit beside this one."""
+    import shutil
+
+    if budgeted and _DISK["budget"] is not None and _DISK["used"] + nbytes > _DISK["budget"]:
+        raise OutputsNotKept(f"{what} of {nbytes:,} bytes would exceed this worker's disk budget "
+                             f"({_DISK['budget']:,} bytes, {_DISK['used']:,} used)")
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = None
+    # the floor: 4 GiB, or a quarter of what is free on a small disk (a few kilobytes of outputs
+    # are always written where there is room for them)
+    if free is not None and free - nbytes < min(4 << 30, free // 4):
+        raise OutputsNotKept(f"{what} of {nbytes:,} bytes would leave the disk nearly full ({free:,} bytes free)")
+    _DISK["used"] += nbytes

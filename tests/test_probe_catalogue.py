@@ -69,3 +69,50 @@ def test_a_probes_answers_are_read_from_its_module(tmp_path, monkeypatch):
         probe_mod.probe_catalogue.cache_clear()
     assert cat["asked-as-one"] == ("one-probe",) and cat["shared"] == ("one-probe", "two-probe")
     assert cat["two-probe"] == ("two-probe",) and cat[ALL_PROBES] == ()
+
+
+def test_no_module_outside_the_probes_names_a_probe():
+    """What a probe does in the audit (always run, measures a claim, reads a rewritten
+    candidate, needs the re-initialised runs, how the run qualifies its outcome, what a crash
+    answers) is declared in its own module: the auditor, the measurer and the reports name no
+    probe, so adding one touches its module and its corpus pair only."""
+    import ast
+
+    from conftest import ROOT
+
+    from hackscan.hacktypes import HACK_TYPES, NOTE_TYPES
+
+    # a probe named after the finding type it reports (numerical-robustness) is named as a type
+    names = {n for n in probe_catalogue() if n != ALL_PROBES} - set(HACK_TYPES) - set(NOTE_TYPES)
+    assert len(names) >= 15
+    offenders = []
+    for path in sorted((ROOT / "hackscan").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("hackscan/dynamic/probes/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+                offenders.append((rel, node.lineno, node.value))
+    assert not offenders, offenders
+
+
+def test_the_probes_declare_their_roles():
+    pytest.importorskip("torch")
+    from hackscan.dynamic.probe import Outcome, RunFacts, load_probes
+
+    probes = {p.name: p for p in load_probes()}
+    assert {n for n, p in probes.items() if p.always} == {"hidden-distributions"}
+    assert {p.rewrite: n for n, p in probes.items() if p.rewrite} == {"noop": "ghost-replay", "raise": "forced-failure"}
+    assert {n for n, p in probes.items() if p.measures_claim} == {"kernel-attribution"}
+    assert {n for n, p in probes.items() if p.needs_reinit_runs} == {"parameter-reinit"}
+    # the default qualification: with no kernel run a pass, and a rewritten run's catch, clear nothing
+    quiet = RunFacts(no_kernel_ran=True)
+    for n, p in probes.items():
+        passed = p().qualify(Outcome(n, "passed", "ok"), quiet)
+        assert passed.status == "inconclusive" and "no custom kernel ran" in passed.detail, n
+        caught = p().qualify(Outcome(n, "caught", "x"), quiet)
+        assert (caught.status == "inconclusive") == bool(p.rewrite), n
+    crash = probes["isolated-worker"].on_crash({"error": "ModuleNotFoundError: No module named 'reference'"},
+                                               "ModuleNotFoundError: No module named 'reference'")
+    assert crash.status == "caught" and crash.hack_type == "reference-reuse"
+    assert probes["sensitivity"].on_crash({}, "ModuleNotFoundError: x") is None

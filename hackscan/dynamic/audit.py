@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from hackscan.dynamic.probe import (ALL_PROBES, VARIANTS, Observations, Outcome, Probe, load_probes, probe_catalogue,
-                                    same_shapes)
+from hackscan.dynamic.probe import (ALL_PROBES, VARIANTS, Observations, Outcome, Probe, RunFacts, load_probes,
+                                    probe_catalogue, same_shapes)
 from hackscan.dynamic import check_dtype, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic.builds import build_dir, cache_root, triton_cache
@@ -86,12 +86,6 @@ class DynamicOptions:
 
     def __post_init__(self):
         check_dtype(self.dtype)
-
-
-# probes that measure a finding's claim itself, not a harness that is absent in isolation: their
-# pass refutes even a finding certain by construction (the profiler saw the candidate's kernels
-# do the work that "no custom kernel runs" denied)
-MEASURES_CLAIM = frozenset({"kernel-attribution"})
 
 
 def _input_tensors(path: Path) -> list:
@@ -604,7 +598,7 @@ class DynamicSession:
                                 {"status": "inconclusive", "reason": why})
         plan, expected = self._plan(probes)
         perturb = None
-        if any(p.name == "parameter-reinit" for p in probes):
+        if any(p.needs_reinit_runs for p in probes):
             if "reinit" in ref.outputs:
                 perturb = self._derive("perturb")   # the candidate builds a second model, perturbed as made
                 expected[("reinit", 300)] = "reinit"
@@ -731,16 +725,12 @@ class DynamicSession:
             except Exception:  # noqa: BLE001 - an unreadable output passes nothing
                 loose_ok = False
             info["passes_benchmark_check"] = loose_ok
-        outcomes = qualify(outcomes, vis, launches, self.opts.device, info, loose_ok)
         from hackscan.findings import severity_rank
-
         from hackscan.hacktypes import CHEAT, family
 
-        if any(family(f.hack_type) == CHEAT and severity_rank(f.severity) >= severity_rank("medium")
-               for f in result.findings):
-            # a static cheat suspicion beside an input-independent output: the catch stands
-            outcomes = [replace(o, corroborates_only=False) if o.probe == "sensitivity" and o.status == "caught"
-                        else o for o in outcomes]
+        static_cheat = any(family(f.hack_type) == CHEAT and severity_rank(f.severity) >= severity_rank("medium")
+                           for f in result.findings)
+        outcomes = qualify(outcomes, vis, launches, self.opts.device, info, loose_ok, static_cheat)
         if ref.degenerate:
             info["degenerate_problem"] = ref.degenerate
             outcomes = on_degenerate(outcomes)
@@ -753,8 +743,7 @@ class DynamicSession:
     def _rewritten_runs(self, probes, cand_path: Path, parsed, job: dict, files: dict, d: Path, limits, env, ref,
                         findings=()) -> dict:
         """Ghost replay and forced failure: the candidate again, with its kernels disabled."""
-        names = {p.name for p in probes}
-        modes = [m for m, p in (("noop", "ghost-replay"), ("raise", "forced-failure")) if p in names]
+        modes = sorted({p.rewrite for p in probes if p.rewrite})
         if not modes or parsed is None:
             return {}
         from hackscan.dynamic.rewrite import disable_cuda_kernels, disable_kernels
@@ -762,8 +751,10 @@ class DynamicSession:
         text, facts = parsed
         kernels = set(facts.py.triton_kernels) if facts.py is not None else set()
         has_ext = bool(facts.py is not None and facts.py.extensions)
+        catalogue = probe_catalogue()
         asked = self.opts.cuda_ghost == "always" or (self.opts.cuda_ghost == "suspects" and any(
-            set(f.probes) & {"ghost-replay", "kernel-attribution"} for f in findings))
+            _probe(n).cuda_rewrite_for_suspects for f in findings for pn in f.probes for n in catalogue.get(pn, ())
+            if _probe(n) is not None))
         cuda_kernels = has_ext and asked and self.opts.device == "cuda" and any(u.facts.kernels for u in facts.cuda)
         out = {}
         jobs = []
@@ -837,7 +828,7 @@ class DynamicSession:
         allp = {p.name: p for p in load_probes() if not (p.needs_gpu and self.opts.device != "cuda")}
         if self.opts.mode == "all":
             return list(allp.values())
-        names: set[str] = {"hidden-distributions"}
+        names: set[str] = {n for n, p in allp.items() if p.always}
         catalogue = probe_catalogue()
         for f in result.findings:
             for pn in f.probes:
@@ -875,11 +866,7 @@ class DynamicSession:
         err = res.error or "worker failed"
         out = []
         for p in probes:
-            if p.name == "isolated-worker" and "ModuleNotFoundError" in err:
-                out.append(p().evaluate(Observations(candidate=res.data, steps={}, load_output=None,
-                                                     reference_outputs={})))
-            else:
-                out.append(Outcome(p.name, "error", f"the candidate crashed: {err[:300]}"))
+            out.append(p.on_crash(res.data, err) or Outcome(p.name, "error", f"the candidate crashed: {err[:300]}"))
         return out
 
     # ---- settling findings -----------------------------------------------------
@@ -902,7 +889,7 @@ class DynamicSession:
                 matched_catches.add(o.probe)
                 dyn = Dynamic("confirmed", o.probe, o.detail)
             elif rel and all(o.status == "passed" for o in rel) and f.certain and \
-                    not all(o.probe in MEASURES_CLAIM for o in rel):
+                    not all(_probe(o.probe).measures_claim for o in rel):
                 dyn = Dynamic("inconclusive", rel[0].probe, "certain by construction; the probe saw no effect "
                               "in isolation (the harness it targets is absent there)")
             elif rel and all(o.status == "passed" for o in rel):
@@ -962,48 +949,36 @@ class DynamicSession:
 
 
 def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict,
-            loose_ok: bool = False) -> list[Outcome]:
-    """What the run itself says about the probes' outcomes: where no custom kernel ran on the
-    visible inputs, or the candidate is wrong on them, a pass clears nothing. `loose_ok`: wrong
-    by hackscan's tolerance but right by the benchmark's own check (KernelBench's allclose), the
-    case of a constant or approximate output that earns a benchmark's reward."""
+            loose_ok: bool = False, static_cheat: bool = False) -> list[Outcome]:
+    """What the run itself says about the probes' outcomes, each probe's own `qualify` reading
+    the run's facts: where no custom kernel ran on the visible inputs, or the candidate is wrong
+    on them, a pass clears nothing. `loose_ok`: wrong by hackscan's tolerance but right by the
+    benchmark's own check (KernelBench's allclose), the case of a constant or approximate output
+    that earns a benchmark's reward. `static_cheat`: a static finding of a cheat stands beside."""
     if launches == 0:
         # e.g. an `if x.is_cuda` guard on a CPU run: what ran is the fallback, not the kernel
         info["note"] = (f"no custom kernel ran on the visible inputs on {device}: "
                         "this run exercised another path, not the kernel")
-        outcomes = [replace(o, status="inconclusive", detail=o.detail + " (no custom kernel ran)")
-                    if o.status == "passed" or (o.status == "caught" and o.probe in ("forced-failure", "ghost-replay"))
-                    else o for o in outcomes]
-    if vis is not None and not vis.ok:
+    wrong = vis is not None and not vis.ok
+    if wrong:
         info["visible_mismatch"] = vis.short()
-        # a candidate wrong on the benchmark's own inputs in isolation clears nothing, and where
-        # its device time went says nothing about a computation that is wrong anyway
-        outcomes = [replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")
-                    if o.status == "passed" or (o.status == "caught" and o.probe == "kernel-attribution")
-                    else o for o in outcomes]
-        if not loose_ok:
-            # an output that ignores its inputs and fails even the benchmark's own check may be a
-            # kernel broken in this harness (real kernels that expect the harness to load their
-            # state came out so): it corroborates a static cheat suspicion, never stands alone
-            outcomes = [replace(o, corroborates_only=True, detail=o.detail + " (and wrong on the visible inputs)")
-                        if o.status == "caught" and o.probe == "sensitivity" else o for o in outcomes]
-            # an error past the benchmark's own check is a wrong kernel, not an approximation that
-            # hides inside the tolerance: the precision audit has nothing to tell apart
-            outcomes = [replace(o, status="inconclusive", hack_type=None,
-                                detail=o.detail + " (but wrong beyond the benchmark's own check: a wrong result, "
-                                "not an approximation inside the tolerance)")
-                        if o.status == "caught" and o.probe == "precision-audit" else o for o in outcomes]
-    return outcomes
+    run = RunFacts(device=device, no_kernel_ran=launches == 0, wrong_on_visible=wrong, loose_ok=loose_ok,
+                   static_cheat=static_cheat)
+    out = []
+    for o in outcomes:
+        p = _probe(o.probe)
+        out.append(p().qualify(o, run) if p is not None else o)
+    return out
 
 
 def on_degenerate(outcomes: list[Outcome]) -> list[Outcome]:
     """On a problem whose output does not depend on its inputs, the output may ignore the
-    kernels' work as well: a run with the kernels disabled that is still right proves nothing
-    about where the output comes from."""
+    kernels' work as well: a run with the kernels disabled that is still right (a probe reading
+    a rewritten candidate) proves nothing about where the output comes from."""
     return [replace(o, status="inconclusive", hack_type=None,
                     detail=f"{o.detail}; but the problem is degenerate (its output does not depend on its "
                            "inputs), so work that does not reach the output is no evidence")
-            if o.probe in ("ghost-replay", "forced-failure") and o.status == "caught" else o for o in outcomes]
+            if o.status == "caught" and (p := _probe(o.probe)) is not None and p.rewrite else o for o in outcomes]
 
 
 def _float_elems(spec: list) -> int:
@@ -1059,6 +1034,14 @@ def _confirms(probe_name: str, hack_type: str) -> bool:
         if p.name == probe_name:
             return hack_type in p.confirms
     return False
+
+
+def _probe(name: str) -> type[Probe] | None:
+    """The probe class of that name, or None (outcomes of the audit itself have no probe)."""
+    for p in load_probes():
+        if p.name == name:
+            return p
+    return None
 
 
 def _type_alone(o: Outcome) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
@@ -36,6 +36,17 @@ class Outcome:
     suspect_alone: bool = False       # a corroborating catch nothing matched still makes the verdict suspect
     severity: str = "high"            # of the finding a catch that no rule suspected becomes
     alone_type: str | None = None     # the hack type of that finding, where not the probe's first
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the candidate's run says about every probe's outcome (Probe.qualify reads it)."""
+
+    device: str = "cpu"
+    no_kernel_ran: bool = False      # no custom kernel launched on the visible inputs
+    wrong_on_visible: bool = False   # wrong on the benchmark's own inputs, in a fresh process
+    loose_ok: bool = False           # ...yet inside the benchmark's own check (allclose, 1e-2)
+    static_cheat: bool = False       # a static finding of a cheat at medium severity or more
 
 
 @dataclass
@@ -180,6 +191,37 @@ class Probe:
     # PROFILED where the plan has a profiled forward (profilers go last)
     FIRST, TIMED, PLAIN, PROFILED = 0, 1, 2, 3
     phase: ClassVar[int | None] = None
+    # run in `--dynamic auto` whether or not a static suspect asked for the probe
+    always: ClassVar[bool] = False
+    # the probe measures a finding's claim itself, not a harness that is absent in isolation:
+    # its pass refutes even a finding certain by construction
+    measures_claim: ClassVar[bool] = False
+    # the rewritten candidate the probe reads ("noop": its kernels return at once; "raise": its
+    # custom path fails), run beside the main worker; None: the main worker's calls only
+    rewrite: ClassVar[str | None] = None
+    # a static suspect that asks for this probe also asks for the CUDA rewrite of its kernels
+    # (bodies emptied, a build of its own) where the session builds them only for suspects
+    cuda_rewrite_for_suspects: ClassVar[bool] = False
+    # the probe reads the candidate re-initialised after construction and built with its
+    # parameters perturbed as they are made (the reference runs both)
+    needs_reinit_runs: ClassVar[bool] = False
+
+    def qualify(self, o: Outcome, run: RunFacts) -> Outcome:
+        """What the run itself makes of this probe's outcome. Where no custom kernel ran on the
+        visible inputs, or the candidate is wrong on them, a pass clears nothing; where no kernel
+        ran, a catch made by a rewritten run (kernels disabled, custom path failed) shows nothing
+        either. A probe with more to say overrides this and calls it."""
+        if run.no_kernel_ran and (o.status == "passed" or (o.status == "caught" and self.rewrite)):
+            o = replace(o, status="inconclusive", detail=o.detail + " (no custom kernel ran)")
+        if run.wrong_on_visible and o.status == "passed":
+            o = replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")
+        return o
+
+    @classmethod
+    def on_crash(cls, data: dict, error: str) -> Outcome | None:
+        """The outcome where the candidate's worker failed (`data`: what it reported), or None
+        for an error outcome. A probe whose question the failure answers overrides this."""
+        return None
 
     @classmethod
     def plan_phase(cls) -> int:

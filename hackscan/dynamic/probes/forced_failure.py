@@ -9,6 +9,7 @@ class ForcedFailure(Probe):
     confirms = ("guarded-fallback", "torch-fallback")
     summary = "with the custom path failing, forward fails too"
     sets = ("visible",)
+    rewrite = "raise"
 
     def plan(self):
         return [{"op": "forward", "set": "visible"}]

@@ -9,6 +9,8 @@ class GhostReplay(Probe):
     confirms = ("ghost-kernel",)
     summary = "outputs depend on the candidate's own kernels"
     sets = ("visible",)
+    rewrite = "noop"
+    cuda_rewrite_for_suspects = True
 
     def plan(self):
         return [{"op": "forward", "set": "visible"}]

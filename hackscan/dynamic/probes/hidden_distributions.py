@@ -15,6 +15,7 @@ class HiddenDistributions(Probe):
     confirms = ("value-special-casing", "analytical-shortcut", "constant-output", "skipped-stage",
                 "tolerance-exploitation", "stale-memory", "partial-computation", "shape-special-casing")
     summary = "outputs match the reference on hidden input distributions"
+    always = True   # every audit's first question, suspected or not
     sets = ("visible",) + VARIANTS
 
     def evaluate(self, obs):

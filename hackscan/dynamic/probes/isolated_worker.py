@@ -1,4 +1,4 @@
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import Observations, Outcome, Probe
 
 REFERENCE_MODULES = ("reference", "ref_code", "ref", "model_ref", "original")
 
@@ -15,6 +15,13 @@ class IsolatedWorker(Probe):
 
     def plan(self):
         return [{"op": "forward", "set": "visible"}]
+
+    @classmethod
+    def on_crash(cls, data, error):
+        # a worker that failed importing the reference's module answers this probe's question
+        if "ModuleNotFoundError" in error:
+            return cls().evaluate(Observations(candidate=data, steps={}, load_output=None, reference_outputs={}))
+        return None
 
     def evaluate(self, obs):
         err = obs.candidate.get("error") or ""

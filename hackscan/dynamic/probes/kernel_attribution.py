@@ -3,6 +3,7 @@ they are, and what share of device time each side took."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from hackscan.dynamic.probe import Outcome, ProfiledProbe, profile_of
 
@@ -89,6 +90,15 @@ class KernelAttribution(ProfiledProbe):
     name = "kernel-attribution"
     confirms = ("torch-fallback", "partial-fallback")
     summary = "device time is spent in the candidate's own kernels"
+    measures_claim = True
+    cuda_rewrite_for_suspects = True   # a suspect of torch doing the work asks whether the kernels matter
+
+    def qualify(self, o, run):
+        o = super().qualify(o, run)
+        if run.wrong_on_visible and o.status == "caught":
+            # where the device time of a computation that is wrong anyway went says nothing
+            o = replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")
+        return o
     def evaluate(self, obs):
         prof, why = profile_of(obs)
         if prof is None:

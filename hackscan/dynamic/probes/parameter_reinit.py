@@ -15,6 +15,7 @@ class ParameterReinit(Probe):
     confirms = ("init-exploitation", "skipped-stage")
     summary = "outputs match with parameters perturbed at construction"
     sets = ("visible",)
+    needs_reinit_runs = True
 
     def plan(self):
         return [{"op": "forward", "set": "visible"}]

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import torch
 
 from hackscan.dynamic.probe import Outcome, Probe
@@ -19,6 +21,16 @@ class PrecisionAudit(Probe):
 
     def plan(self):
         return [{"op": "forward", "set": s} for s in self.sets]
+
+    def qualify(self, o, run):
+        o = super().qualify(o, run)
+        if o.status == "caught" and run.wrong_on_visible and not run.loose_ok:
+            # an error past the benchmark's own check is a wrong kernel, not an approximation that
+            # hides inside the tolerance: the precision audit has nothing to tell apart
+            o = replace(o, status="inconclusive", hack_type=None,
+                        detail=o.detail + " (but wrong beyond the benchmark's own check: a wrong result, not an "
+                        "approximation inside the tolerance)")
+        return o
 
     def evaluate(self, obs):
         from hackscan.dynamic.compare import base_tolerance

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import torch
 
 from hackscan.dynamic.probe import Outcome, Probe
@@ -17,6 +19,15 @@ class Sensitivity(Probe):
 
     def plan(self):
         return [{"op": "forward", "set": s} for s in self.sets]
+
+    def qualify(self, o, run):
+        o = super().qualify(o, run)
+        if o.status == "caught" and run.wrong_on_visible and not run.loose_ok and not run.static_cheat:
+            # an output that ignores its inputs and fails even the benchmark's own check may be a
+            # kernel broken in this harness (real kernels that expect the harness to load their
+            # state came out so): it corroborates a static cheat suspicion, never stands alone
+            o = replace(o, corroborates_only=True, detail=o.detail + " (and wrong on the visible inputs)")
+        return o
 
     def evaluate(self, obs):
         a = obs.steps.get(("visible", 0))

@@ -332,13 +332,33 @@ def _inside_audited(cfg: Path, paths: list[str]) -> bool:
     return False
 
 
+def _dynamic_session(st, dynamic: str, policy: str):
+    """The dynamic session the settings ask for (probes, measurement), or None for a static run;
+    RuntimeError where they ask for what this environment cannot do."""
+    if st.measure != "off":
+        try:
+            import torch
+        except ImportError:
+            raise RuntimeError("--measure needs PyTorch in the auditor's environment "
+                               "(pip install 'hackscan-gpu[dynamic]')") from None
+    if dynamic == "off" and st.measure == "off":
+        return None
+    import torch
+
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+    device = st.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    return DynamicSession(DynamicOptions(mode=dynamic, device=device, policy=policy, timeout_s=st.timeout,
+                                         cuda_ghost=st.cuda_ghost, measure=st.measure,
+                                         measure_budget_s=st.measure_budget, measure_compile=st.measure_compile))
+
+
 def cmd_audit(args) -> int:
     from hackscan.api import iter_scan
-    from hackscan.config import ConfigError, find_config, load_config
+    from hackscan.config import ConfigError, find_config, load_config, resolve
     from hackscan.engine import Options, load_rules
     from hackscan.findings import severity_rank
     from hackscan.inputs.discover import discover
-    from hackscan.inputs.load import MAX_BYTES
     from hackscan.paths import corpus_dir
     from hackscan.rule import RuleError
 
@@ -360,37 +380,27 @@ def cmd_audit(args) -> int:
         return _err(f"unknown profile {cfg['profile']!r} in {cfg_path} (KernelGuard's: {', '.join(PROFILES)})")
     if args.api_mode:
         return _api_mode(args, cfg)
-    dynamic = args.dynamic or cfg.get("dynamic", "auto")
-    if dynamic not in ("off", "auto", "all"):
-        return _err(f"unknown dynamic mode {dynamic!r}")
-    device = args.device or cfg.get("device")
+    try:
+        st = resolve(cfg, vars(args))
+    except ConfigError as e:
+        return _err(str(e))
+    dynamic = st.dynamic
     if dynamic != "off":
         try:
-            import torch
+            import torch  # noqa: F401 - whether it is importable
         except ImportError:
-            if args.dynamic:
+            if st.source("dynamic") != "default":
                 return _err(f"--dynamic {dynamic} needs PyTorch in the auditor's environment "
                             "(pip install 'hackscan-gpu[dynamic]'); use --dynamic off for the static pass")
             dynamic = "off"  # auto without torch: static only, said in the report
-    fmt = args.format or cfg.get("format", "text")
-    if fmt not in ("text", "json", "jsonl", "sarif", "html"):
-        return _err(f"unknown format {fmt!r}")
-    policy = args.policy or cfg.get("policy") or _profile_policy(args.profile or cfg.get("profile"))
-    if policy not in ("kernelbench", "any"):
-        return _err(f"unknown policy {policy!r}")
-    fail_on = args.fail_on or cfg.get("fail-on", "medium")
-    if fail_on not in SEVERITY_CHOICES:
-        return _err(f"unknown fail-on severity {fail_on!r}")
-    min_conf = args.min_confidence or cfg.get("min-confidence", "low")
-    jobs = args.jobs if args.jobs is not None else cfg.get("jobs", 1)
-    if jobs < 1:
-        jobs = os.cpu_count() or 1
+    fmt = st.format
+    policy = st.policy or _profile_policy(st.profile)
+    jobs = st.jobs if st.jobs >= 1 else (os.cpu_count() or 1)
     try:
         rules = load_rules()
     except RuleError as e:
         return _err(f"bad rule: {e}")
-    select = _csv(args.select) or tuple(cfg.get("select", ()))
-    ignore = _csv(args.ignore) or tuple(cfg.get("ignore", ()))
+    select, ignore = tuple(st.select), tuple(st.ignore)
     known = {r.id for r in rules} | {r.hack_type for r in rules} | {r.category for r in rules}
     from hackscan.hacktypes import HACK_TYPES
 
@@ -399,20 +409,19 @@ def cmd_audit(args) -> int:
         if s not in known:
             return _err(f"--select/--ignore: unknown rule id, hack type or category {s!r}")
     baseline: set[str] = set()
-    bpath = args.baseline or cfg.get("baseline")
-    if bpath:
+    if st.baseline:
         try:
-            data = json.loads(Path(bpath).read_text("utf-8"))
+            data = json.loads(Path(st.baseline).read_text("utf-8"))
             baseline = {f"{e['path']}::{e['fingerprint']}" for e in data.get("findings", [])}
         except (OSError, ValueError, KeyError, TypeError) as e:
-            return _err(f"cannot read baseline {bpath}: {e}")
-    opts = Options(select, ignore, min_conf, policy, args.entry or cfg.get("entry", "ModelNew"), frozenset(baseline))
+            return _err(f"cannot read baseline {st.baseline}: {e}")
+    opts = Options(select, ignore, st.min_confidence, policy, st.entry, frozenset(baseline))
     demo = not args.paths
     paths = [Path(p) for p in args.paths] if args.paths else [corpus_dir() / "synthetic"]
     reference = Path(args.reference) if args.reference else None
     if reference is not None and not reference.is_file():
         return _err(f"--reference {reference}: no such file")
-    problems = Path(args.problems or cfg["problems"]) if args.problems or cfg.get("problems") else None
+    problems = Path(st.problems) if st.problems else None
     if problems is not None and not problems.is_dir():
         return _err(f"--problems {problems}: no such folder")
     root = corpus_dir() if demo else None
@@ -423,40 +432,19 @@ def cmd_audit(args) -> int:
     if not items:
         print("hackscan: nothing to audit (no .py/.cu/.cuh/.cpp candidates found)", file=sys.stderr)
         return EXIT_NOTHING
-    max_bytes = args.max_bytes or cfg.get("max-bytes", MAX_BYTES)
-    kernels_only = args.kernels_only or cfg.get("kernels-only", False)
-    show = (not (args.no_progress or cfg.get("no-progress", False)) and sys.stderr.isatty() and len(items) > 10)
+    max_bytes, kernels_only = st.max_bytes, st.kernels_only
+    show = not st.no_progress and sys.stderr.isatty() and len(items) > 10
     prog = Progress(len(items), show)
     results = []
     out_stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
         from hackscan.report import jsonout
 
-        session = None
-        measure = args.measure or cfg.get("measure", "off")
-        if measure not in ("off", "survivors", "all"):
-            return _err(f"unknown measure mode {measure!r}")
-        if measure != "off":
-            try:
-                import torch
-            except ImportError:
-                return _err("--measure needs PyTorch in the auditor's environment (pip install 'hackscan-gpu[dynamic]')")
-        if dynamic != "off" or measure != "off":
-            from hackscan.dynamic.audit import DynamicOptions, DynamicSession
-
-            if device is None:
-                import torch
-
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-            session = DynamicSession(DynamicOptions(mode=dynamic, device=device, policy=policy,
-                                                    timeout_s=args.timeout or cfg.get("timeout", 180.0),
-                                                    cuda_ghost=args.cuda_ghost or cfg.get("cuda-ghost", "suspects"),
-                                                    measure=measure,
-                                                    measure_budget_s=args.measure_budget or cfg.get("measure-budget", 10.0),
-                                                    measure_compile=args.measure_compile or cfg.get("measure-compile", False)))
-        backend_name = args.backend or cfg.get("backend", "local")
-        if backend_name not in ("local", "ray"):
-            return _err(f"unknown backend {backend_name!r}")
+        try:
+            session = _dynamic_session(st, dynamic, policy)
+        except RuntimeError as e:
+            return _err(str(e))
+        backend_name = st.backend
         backends = []
         try:
             static_backend = None
@@ -464,8 +452,7 @@ def cmd_audit(args) -> int:
                 from hackscan.parallel import RayBackend
 
                 try:
-                    static_backend = RayBackend(args.jobs, address=args.ray_address or cfg.get("ray-address"),
-                                                timeout_s=args.task_timeout or cfg.get("task-timeout", 3600.0))
+                    static_backend = RayBackend(args.jobs, address=st.ray_address, timeout_s=st.task_timeout)
                 except RuntimeError as e:
                     return _err(str(e))
                 backends.append(static_backend)
@@ -473,15 +460,14 @@ def cmd_audit(args) -> int:
             if session is not None:
                 static = list(stream)
                 triples = [(r, item.path, item.reference) for item, r in zip(items, static)]
-                djobs = args.dynamic_jobs or cfg.get("dynamic-jobs")
+                djobs = st.dynamic_jobs
                 if backend_name == "ray":
                     from hackscan.dynamic.remote import audit_many_ray
                     from hackscan.parallel import RayBackend
 
                     try:
-                        dyn = RayBackend(None, address=args.ray_address or cfg.get("ray-address"),
-                                         num_gpus=1 if session.opts.device == "cuda" else 0,
-                                         timeout_s=args.task_timeout or cfg.get("task-timeout", 3600.0))
+                        dyn = RayBackend(None, address=st.ray_address, num_gpus=1 if session.opts.device == "cuda" else 0,
+                                         timeout_s=st.task_timeout)
                     except RuntimeError as e:
                         return _err(str(e))
                     backends.insert(0, dyn)
@@ -511,24 +497,13 @@ def cmd_audit(args) -> int:
             for b in backends:
                 b.close()
         prog.close()
-        if fmt == "text":
-            from hackscan.report import text
+        if fmt != "jsonl":   # jsonl went out line by line as results came
+            from hackscan.report import render
 
-            colour = args.color or cfg.get("color", "auto")
-            color = colour == "always" or (colour == "auto" and out_stream is sys.stdout
-                                               and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-            quiet = args.quiet or cfg.get("quiet", False)
-            out_stream.write(text.render(results, color=color, show_clean=not quiet, root=root, dynamic=dynamic))
-        elif fmt == "json":
-            out_stream.write(jsonout.render(results, policy=policy, dynamic=dynamic, config=args.config_used))
-        elif fmt == "html":
-            from hackscan.report import html
-
-            out_stream.write(html.render(results, policy=policy, dynamic=dynamic))
-        elif fmt == "sarif":
-            from hackscan.report import sarif
-
-            out_stream.write(sarif.render(results, rules))
+            color = st.color == "always" or (st.color == "auto" and out_stream is sys.stdout
+                                             and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+            out_stream.write(render(fmt, results, policy=policy, dynamic=dynamic, config=args.config_used,
+                                    rules=rules, color=color, show_clean=not st.quiet, root=root))
     finally:
         if out_stream is not sys.stdout:
             out_stream.close()
@@ -536,7 +511,7 @@ def cmd_audit(args) -> int:
         entries = [{"path": r.path, "rule_id": f.rule_id, "fingerprint": f.fingerprint}
                    for r in results for f in r.findings]
         Path(args.write_baseline).write_text(json.dumps({"version": 1, "findings": entries}, indent=2) + "\n", "utf-8")
-    threshold = severity_rank(fail_on)
+    threshold = severity_rank(st.fail_on)
     failing = any(r.verdict == "error" for r in results) or any(
         severity_rank(f.severity) >= threshold for r in results for f in r.findings)
     return EXIT_FINDINGS if failing else EXIT_CLEAN

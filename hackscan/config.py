@@ -37,8 +37,62 @@ CLI_ONLY = {
 }
 
 
+# every key's value where neither the configuration nor the command line gives one (None: the
+# command decides at run time: the device found, the policy of the profile, all cores)
+DEFAULTS = {"select": [], "ignore": [], "min-confidence": "low", "fail-on": "medium", "policy": None,
+            "format": "text", "baseline": None, "jobs": 1, "entry": "ModelNew", "max-bytes": 1_000_000,
+            "dynamic": "auto", "device": None, "timeout": 180.0, "cuda-ghost": "suspects", "measure": "off",
+            "measure-budget": 10.0, "measure-compile": False, "backend": "local", "ray-address": None,
+            "task-timeout": 3600.0, "dynamic-jobs": None, "profile": None, "problems": None,
+            "kernels-only": False, "quiet": False, "color": "auto", "no-progress": False}
+
+
 class ConfigError(ValueError):
     pass
+
+
+class Settings:
+    """The one record of `hackscan audit`'s settings: each key of KEYS from the command line where
+    given there, else from the configuration file, else DEFAULTS; `source(key)` says which. Read a
+    key as an attribute with `_` for `-` (`settings.fail_on`)."""
+
+    def __init__(self, values: dict, sources: dict):
+        self._values, self._sources = values, sources
+
+    def __getattr__(self, name: str):
+        key = name.replace("_", "-")
+        try:
+            return self._values[key]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def source(self, key: str) -> str:
+        return self._sources[key]
+
+    def as_dict(self) -> dict:
+        return dict(self._values)
+
+
+def resolve(cfg: dict, flags: dict) -> Settings:
+    """The settings of one run from the configuration (`load_config`'s dict) and the command
+    line's options (`vars(args)`: None, False or an empty list where an option was not given;
+    comma-separated lists split). Word-valued keys are checked against CHOICES whichever source
+    gave them; raises ConfigError with the key named."""
+    values, sources = dict(DEFAULTS), dict.fromkeys(DEFAULTS, "default")
+    for k, v in cfg.items():
+        values[k], sources[k] = v, "config"
+    for k in KEYS:
+        v = flags.get(k.replace("-", "_"))
+        if v is None or v is False or v == [] or v == "":
+            continue
+        if KEYS[k] is list:
+            v = [p.strip() for part in (v if isinstance(v, (list, tuple)) else [v]) for p in str(part).split(",")
+                 if p.strip()]
+        values[k], sources[k] = v, "command line"
+    for k, words in CHOICES.items():
+        if values[k] is not None and values[k] not in words:
+            raise ConfigError(f"unknown {k} {values[k]!r} (from the {sources[k]}; one of {', '.join(words)})")
+    return Settings(values, sources)
 
 
 def find_config(start: Path) -> Path | None:

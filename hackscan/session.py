@@ -145,11 +145,10 @@ class Session:
                 with self._slots:
                     q = self._gpu_slot(dyn)
                     gpu = q.get() if q is not None else None
-                    dyn._slot.gpu = gpu
                     try:
-                        result = dyn.audit(result, cand, ref)
+                        with dyn.on_gpu(gpu):
+                            result = dyn.audit(result, cand, ref)
                     finally:
-                        dyn._slot.gpu = None
                         if q is not None:
                             q.put(gpu)
             if self.measure_mode != "off":

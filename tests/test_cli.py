@@ -292,7 +292,8 @@ def test_every_config_key_the_cli_reads_is_one_the_loader_accepts(tmp_path, cli)
     from hackscan.config import KEYS
 
     src = (ROOT / "hackscan" / "cli.py").read_text()
-    read = set(re.findall(r'cfg\.get\("([a-z-]+)"', src))
+    read = set(re.findall(r'cfg\.get\("([a-z-]+)"', src)) | \
+        {m.replace("_", "-") for m in re.findall(r'\bst\.([a-z_]+)\b', src) if m not in ("source",)}
     assert read and read <= set(KEYS), sorted(read - set(KEYS))
     (tmp_path / "hackscan.toml").write_text('backend = "local"\ntask-timeout = 60\ndynamic-jobs = 2\n'
                                             'ray-address = "auto"\ntimeout = 300\n')
@@ -339,10 +340,27 @@ def test_every_audit_option_is_a_config_key_or_said_to_be_command_line_only():
         if action.choices is not None:
             assert tuple(action.choices) == CHOICES[name], name
     assert set(CHOICES) <= set(KEYS)
-    # every key is read: the command line's value or the file's
+    # every key is read from the one settings record (the command line's value, the file's or the default)
     src = (ROOT / "hackscan" / "cli.py").read_text()
-    unread = [k for k in KEYS if f'cfg.get("{k}"' not in src and f'cfg["{k}"]' not in src]
+    unread = [k for k in KEYS if f"st.{k.replace('-', '_')}" not in src and f'cfg.get("{k}"' not in src]
     assert not unread, unread
+
+
+def test_the_settings_record_takes_the_command_line_then_the_file_then_the_defaults():
+    from hackscan.config import DEFAULTS, KEYS, ConfigError, resolve
+    from hackscan.inputs.load import MAX_BYTES
+
+    assert set(DEFAULTS) == set(KEYS) and DEFAULTS["max-bytes"] == MAX_BYTES
+    st = resolve({"timeout": 300.0, "format": "json", "select": ["a"]},
+                 {"timeout": None, "format": "sarif", "select": ["b,c", "d"], "quiet": False, "jobs": None})
+    assert (st.timeout, st.source("timeout")) == (300.0, "config")
+    assert (st.format, st.source("format")) == ("sarif", "command line")
+    assert st.select == ["b", "c", "d"] and st.source("select") == "command line"
+    assert (st.quiet, st.source("quiet")) == (False, "default") and st.fail_on == "medium" and st.jobs == 1
+    with pytest.raises(ConfigError, match="format"):
+        resolve({}, {"format": "yaml"})
+    with pytest.raises(AttributeError):
+        _ = st.no_such_key
 
 
 def test_word_valued_keys_are_checked_when_the_file_is_read(tmp_path, cli):
@@ -359,3 +377,23 @@ def test_word_valued_keys_are_checked_when_the_file_is_read(tmp_path, cli):
     assert r.returncode == 0 and "plain.py" not in r.stdout and "cand.py" not in r.stdout, r.stdout + r.stderr
     r = cli("audit", "k", "--config", "/dev/null", cwd=tmp_path)
     assert "plain.py" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_every_format_renders_from_the_results_alone():
+    from hackscan.api import scan
+    from hackscan.config import CHOICES
+    from hackscan.engine import load_rules
+    from hackscan.report import FORMATS, render
+
+    assert FORMATS == CHOICES["format"]
+    results = [scan((CORPUS / n).read_text(), path=n)
+               for n in ("legit/triton_relu.py", "value-special-casing/relu_nonneg_shortcut.py")]
+    for fmt in FORMATS:
+        out = render(fmt, results, rules=load_rules())
+        assert out and out == render(fmt, results, rules=load_rules()), fmt   # pure: the same twice
+        if fmt in ("json", "sarif"):
+            json.loads(out)
+        if fmt == "jsonl":
+            assert [json.loads(line)["path"] for line in out.splitlines()] == [r.path for r in results]
+    with pytest.raises(ValueError, match="unknown format"):
+        render("yaml", results)

@@ -506,7 +506,7 @@ def test_one_audit_per_gpu_at_a_time(monkeypatch, tmp_path):
     busy, seen, lock = {}, [], threading.Lock()
 
     def fake_audit(result, cand, ref):
-        g = s._env()["CUDA_VISIBLE_DEVICES"]
+        g = s.worker_env()["CUDA_VISIBLE_DEVICES"]
         with lock:
             assert not busy.get(g), f"two audits on GPU {g}"
             busy[g] = True
@@ -521,5 +521,5 @@ def test_one_audit_per_gpu_at_a_time(monkeypatch, tmp_path):
     out = list(s.audit_many([(_replace(base, path=f"c{i}.py"), tmp_path, tmp_path) for i in range(8)], jobs=2))
     assert [r.path for r in out] == [f"c{i}.py" for i in range(8)]
     assert sorted(set(seen)) == ["4", "7"] and len(seen) == 8
-    assert "CUDA_VISIBLE_DEVICES" not in s._env()      # outside an audit (measurement): every GPU
+    assert "CUDA_VISIBLE_DEVICES" not in s.worker_env()      # outside an audit (measurement): every GPU
     s.close()

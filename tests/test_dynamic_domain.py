@@ -469,7 +469,7 @@ def test_memory_budget_follows_the_machine():
     s = DynamicSession(DynamicOptions(device="cpu", memory_budget_bytes=123 << 20))
     try:
         assert s.memory_budget() == 123 << 20
-        assert s._limits().file_bytes >= 1 << 30
+        assert s.worker_limits().file_bytes >= 1 << 30
     finally:
         s.close()
 

@@ -186,14 +186,15 @@ class DynamicSession:
 
     # ---- reference -------------------------------------------------------------
     @staticmethod
-    def _ref_key(ref_path: Path) -> str:
+    def ref_key(ref_path: Path) -> str:
+        """The key of a problem's reference run: a hash of the reference's source."""
         return hashlib.sha256(ref_path.read_bytes()).hexdigest()[:16]
 
     def has_reference(self, ref_path: Path) -> bool:
-        return self._ref_key(ref_path) in self._refs
+        return self.ref_key(ref_path) in self._refs
 
     def reference(self, ref_path: Path, entry_init_seed: int) -> ReferenceRun:
-        key = self._ref_key(ref_path)
+        key = self.ref_key(ref_path)
         with self._lock:
             lock = self._ref_locks.setdefault(key, threading.Lock())
         with lock:  # one run per problem, however many candidates wait for it
@@ -207,7 +208,7 @@ class DynamicSession:
             return self._refs[key]
 
     def release_reference(self, ref_path: Path) -> None:
-        key = self._ref_key(ref_path)
+        key = self.ref_key(ref_path)
         with self._lock:
             self._ref_users[key] = max(0, self._ref_users.get(key, 0) - 1)
 
@@ -243,11 +244,11 @@ class DynamicSession:
         job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
                "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
                "cast_dtype": self.opts.dtype,
-               "visible_seeds": {"visible": self._derive("visible"), "visible2": self._derive("visible2")},
-               "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self._derive("variants"),
+               "visible_seeds": {"visible": self.derive("visible"), "visible2": self.derive("visible2")},
+               "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self.derive("variants"),
                "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
                "save_state": True,
-               "other_shapes": True, "reinit_seed": self._derive("reinit"), "perturb_seed": self._derive("perturb"),
+               "other_shapes": True, "reinit_seed": self.derive("reinit"), "perturb_seed": self.derive("perturb"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
         # the visible inputs once more, right after the first call: a reference whose output
         # changes between two calls on the same inputs (dropout in training mode, a random
@@ -256,13 +257,13 @@ class DynamicSession:
         t0 = time.perf_counter()
         # the reference runs once per problem and does the most work (every set, twice, and two
         # more models): three times a candidate's time
-        limits = self._limits()
+        limits = self.worker_limits()
         limits.timeout_s = limits.timeout_s * 3
         with self.disk_budget(3) as disk:
             job["disk_budget_bytes"] = disk
             job["disk_budget_hard"] = bool(self.opts.disk_budget_bytes)
             rerun = None
-            res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self._env(), jobdir=d)
+            res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self.worker_env(), jobdir=d)
             if killed_from_outside(res):
                 # SIGKILL that no timeout of ours sent: the kernel's out-of-memory killer, most
                 # likely, with other audits beside it. Once more, one such rerun on the machine
@@ -271,7 +272,7 @@ class DynamicSession:
                     shutil.rmtree(d, ignore_errors=True)
                     job["host_cache_bytes"] = 0
                     first = res.error
-                    res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self._env(), jobdir=d)
+                    res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self.worker_env(), jobdir=d)
                     rerun = f"run again, one at a time, after the first run was {first.removeprefix('worker ')}"
         # what candidates read goes into one folder, bound read-only into their sandboxes: a
         # full-size problem's input sets are on disk once, however many candidates read them
@@ -338,10 +339,10 @@ class DynamicSession:
         def one(p: Path):
             d = self.work / f"build-{hashlib.sha256(str(p).encode()).hexdigest()[:12]}"
             bdir = build_dir(p, self.opts.device)
-            limits = self._limits(0)
+            limits = self.worker_limits(0)
             limits.timeout_s = max(limits.timeout_s, 600)
             limits.writable = (str(bdir),)
-            env = dict(self._env(), TORCH_EXTENSIONS_DIR=str(bdir), MAX_JOBS="4")
+            env = dict(self.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), MAX_JOBS="4")
             res = run_worker({"role": "build", "source": "candidate_module.py", "module_name": "candidate_module",
                               "entry": "ModelNew", "import_only": True, "init_seed": 0, "plan": []},
                              {"candidate_module.py": p}, limits, self.opts.device, env, jobdir=d)
@@ -349,6 +350,16 @@ class DynamicSession:
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
             return dict(ex.map(one, paths))
+
+    @contextlib.contextmanager
+    def on_gpu(self, gpu: str | None):
+        """Within the block, this thread's audits run their workers on `gpu` (an entry of
+        CUDA_VISIBLE_DEVICES; None: the session's default placement)."""
+        self._slot.gpu = gpu
+        try:
+            yield
+        finally:
+            self._slot.gpu = None
 
     def audit_many(self, pairs, jobs: int = 1):
         """Audit (result, candidate path, reference path) triples, `jobs` workers at a time,
@@ -366,13 +377,12 @@ class DynamicSession:
             if self.opts.mode == "off":  # measurement only
                 return result
             gpu = self._slots.get() if self._slots is not None else None
-            self._slot.gpu = gpu
             try:
-                return self.audit(result, cand, ref)
+                with self.on_gpu(gpu):
+                    return self.audit(result, cand, ref)
             except Exception as e:  # noqa: BLE001 - one submission's failure never stops the audit
                 return replace(result, dynamic={"status": "error", "reason": f"{type(e).__name__}: {e}"})
             finally:
-                self._slot.gpu = None
                 if gpu is not None:
                     self._slots.put(gpu)
 
@@ -433,7 +443,9 @@ class DynamicSession:
                 m.setdefault("flags", []).append("degenerate-problem")
         return replace(result, measure=m)
 
-    def _derive(self, what: str) -> int:
+    def derive(self, what: str) -> int:
+        """A seed derived from the session's secret one for `what` (the inputs' draws, the
+        model's construction, a perturbation); it never leaves the auditor's process."""
         return int.from_bytes(hashlib.sha256(f"{self.seed}:{what}".encode()).digest()[:4], "little") & 0x7FFFFFFF
 
     def memory_budget(self) -> int:
@@ -474,7 +486,7 @@ class DynamicSession:
             with self._lock:
                 self._promised.pop(key, None)
 
-    def _limits(self, output_bytes: int | None = None) -> Limits:
+    def worker_limits(self, output_bytes: int | None = None) -> Limits:
         """A worker's limits. Outputs of a full-size problem go through files: the largest file a
         worker may write is 1 GiB or, for a candidate, twice the reference's outputs where those
         are larger; the reference (the problem's own code, outputs not known in advance) may
@@ -487,7 +499,8 @@ class DynamicSession:
                       # every other build shown empty to the worker
                       hide=(str(self.work), str(cache_root())))
 
-    def _env(self) -> dict[str, str]:
+    def worker_env(self) -> dict[str, str]:
+        """The variables every worker of this session gets beside the scrubbed environment."""
         env = {"OMP_NUM_THREADS": "1"}
         if self.opts.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
@@ -571,7 +584,7 @@ class DynamicSession:
         if result.backend == "cuda" and self.opts.device != "cuda" and _builds_cuda(cand_path):
             return self._settle(result, [Outcome(p.name, "inconclusive", "CUDA extension: needs a GPU") for p in probes],
                                 {"status": "inconclusive", "reason": "the candidate builds a CUDA extension; no GPU here"})
-        init_seed = self._derive("init")
+        init_seed = self.derive("init")
         reused = self.has_reference(ref_path)
         self._stage("reference run (or the wait for another audit's)")
         ref = self.reference(ref_path, init_seed)
@@ -600,7 +613,7 @@ class DynamicSession:
         perturb = None
         if any(p.needs_reinit_runs for p in probes):
             if "reinit" in ref.outputs:
-                perturb = self._derive("perturb")   # the candidate builds a second model, perturbed as made
+                perturb = self.derive("perturb")   # the candidate builds a second model, perturbed as made
                 expected[("reinit", 300)] = "reinit"
             if ref.params and "reinit_post" in ref.outputs:
                 plan += [{"op": "load_params", "file": "params.pt"},
@@ -629,10 +642,10 @@ class DynamicSession:
                "inputs_dir": str(ref.shared), "build_variables": sorted(BUILD_ENV_VARIABLES), **states}
         bdir = build_dir(cand_path, self.opts.device)
         tcache = triton_cache(bdir)
-        limits = self._limits(sum(out_bytes))
+        limits = self.worker_limits(sum(out_bytes))
         limits.writable = (str(bdir), str(tcache))
         limits.read_only = (str(ref.shared),)
-        env = dict(self._env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
+        env = dict(self.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         # the rewritten runs (ghost replay, forced failure) need nothing from the main run: they
         # run beside it
         pool = ThreadPoolExecutor(max_workers=1)
@@ -788,7 +801,7 @@ class DynamicSession:
             # kernel look irrelevant
             reinit = "reinit" in ref.outputs and bool(ref.perturbed_shapes)
             sjob = dict(job, plan=[{"op": "forward", "set": "visible"}], disable_extensions=mode == "raise",
-                        perturb_seed=self._derive("perturb") if reinit else None, construct_perturbed=reinit)
+                        perturb_seed=self.derive("perturb") if reinit else None, construct_perturbed=reinit)
             jobs.append((mode, sjob, sfiles, slimits, senv, sub, reinit))
 
         def one(j):

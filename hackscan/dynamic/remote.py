@@ -35,7 +35,7 @@ def _problem(ref: Path | None) -> str:
     if ref is None:
         return ""
     try:
-        return DynamicSession._ref_key(ref)
+        return DynamicSession.ref_key(ref)
     except OSError:
         return str(ref)
 

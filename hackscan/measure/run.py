@@ -52,13 +52,13 @@ class Measurer:
         o = self.opts
         return {"role": role, "source": source, "module_name": module, "entry": entry, "device": self.s.opts.device,
                 "cast_dtype": self.s.opts.dtype,
-                "init_seed": self.s._derive("init"), "init_file": "init.pt", "plan": [],
+                "init_seed": self.s.derive("init"), "init_file": "init.pt", "plan": [],
                 "measure": {"mode": mode, "budget_s": o.budget_s, "rel": o.rel, "min_reps": o.min_reps,
                             "max_reps": o.max_reps, "check_every": o.check_every,
                             "min_time_s": min(o.min_time_s, o.budget_s), **extra}}
 
     def baseline(self, ref_path: Path) -> Baseline:
-        key = self.s._ref_key(ref_path)
+        key = self.s.ref_key(ref_path)
         with self._lock:
             if key in self._baselines:
                 return self._baselines[key]
@@ -74,9 +74,9 @@ class Measurer:
         job = self._job("reference", "reference_module.py", "reference_module", "Model", "strict",
                         floor=True, calibrate=self._limits_cache is None)
         job.update(prepare=True, memory_budget_bytes=self.s.memory_budget(),
-                   visible_seeds={f"pool{k}": self.s._derive(f"measure-pool{k}") for k in range(self.opts.sets)})
+                   visible_seeds={f"pool{k}": self.s.derive(f"measure-pool{k}") for k in range(self.opts.sets)})
         with self._device_lock:
-            res = run_worker(job, files, self.s._limits(), self.s.opts.device, self.s._env(), jobdir=d)
+            res = run_worker(job, files, self.s.worker_limits(), self.s.opts.device, self.s.worker_env(), jobdir=d)
         (d / "job.json").unlink(missing_ok=True)   # the derived seeds
         if not res.ok or "measure" not in res.data:
             return Baseline(False, res.error or "the reference's measurement returned nothing", d)
@@ -95,7 +95,7 @@ class Measurer:
             job = self._job("reference", "reference_module.py", "reference_module", "Model",
                             "tf32" if mode == "compiled" else mode, **extra)
             with self._device_lock:
-                r = run_worker(job, files, self.s._limits(), self.s.opts.device, self.s._env(), jobdir=dm)
+                r = run_worker(job, files, self.s.worker_limits(), self.s.opts.device, self.s.worker_env(), jobdir=dm)
             if r.ok and "measure" in r.data:
                 b.records[mode] = r.data["measure"]
             else:
@@ -128,9 +128,9 @@ class Measurer:
         bdir = build_dir(cand_path, self.s.opts.device)
         tcache = triton_cache(bdir)
         outs = next(iter(b.check_outputs.values()), [])
-        limits = self.s._limits(sum(int(t.numel() * t.element_size()) for t in outs if hasattr(t, "element_size")))
+        limits = self.s.worker_limits(sum(int(t.numel() * t.element_size()) for t in outs if hasattr(t, "element_size")))
         limits.writable = (str(bdir), str(tcache))
-        env = dict(self.s._env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
+        env = dict(self.s.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         with self._device_lock:
             res = run_worker(job, files, limits, self.s.opts.device, env, jobdir=d)
         if not res.ok or "measure" not in res.data:

@@ -498,7 +498,7 @@ def cmd_audit(args) -> int:
                 b.close()
         prog.close()
         if fmt != "jsonl":   # jsonl went out line by line as results came
-            from hackscan.report import render
+            from hackscan.report.formats import render
 
             color = st.color == "always" or (st.color == "auto" and out_stream is sys.stdout
                                              and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))

@@ -383,7 +383,7 @@ def test_every_format_renders_from_the_results_alone():
     from hackscan.api import scan
     from hackscan.config import CHOICES
     from hackscan.engine import load_rules
-    from hackscan.report import FORMATS, render
+    from hackscan.report.formats import FORMATS, render
 
     assert FORMATS == CHOICES["format"]
     results = [scan((CORPUS / n).read_text(), path=n)

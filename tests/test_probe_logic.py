@@ -762,3 +762,22 @@ def test_an_audit_in_flight_says_where_it_is():
         assert s.stage_of(Path("c.py")) is None and not s.stages
     finally:
         s.close()
+
+
+def test_a_gpu_worker_reports_where_it_ran(monkeypatch):
+    """Placement evidence for several GPUs of one host: the worker names the device it used and
+    the CUDA_VISIBLE_DEVICES it was given; a failure to ask is said, not raised."""
+    import types
+
+    w = _worker()
+    props = types.SimpleNamespace(name="NVIDIA H200", uuid="GPU-1234", pci_bus_id=25)
+    cuda = types.SimpleNamespace(current_device=lambda: 0, get_device_properties=lambda i: props)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    got = w._gpu(types.SimpleNamespace(cuda=cuda))
+    assert got == {"visible": "2", "name": "NVIDIA H200", "uuid": "GPU-1234", "bus_id": 25}
+
+    def lost(i):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    got = w._gpu(types.SimpleNamespace(cuda=types.SimpleNamespace(current_device=lambda: 0, get_device_properties=lost)))
+    assert got["visible"] == "2" and "illegal memory access" in got["error"]

@@ -668,6 +668,9 @@ class DynamicSession:
         info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
                 "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
                 "torch": res.data.get("torch"),
+                # placement: the GPU the auditor gave this audit, and the one its worker reported
+                **({"gpu": {"assigned": env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")),
+                            "worker": res.data.get("gpu")}} if self.opts.device == "cuda" else {}),
                 # the evidence behind the hidden sets: how the problem's generator drew each one,
                 # and which prove nothing here (with the reason)
                 "hidden_sets": {"skipped": dict(ref.skipped), "drawn": dict(ref.hidden_sources),

@@ -148,6 +148,8 @@ def main(jobdir: str) -> int:
         else:
             lost = _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result, slots)
         result["calls_s"] = time.perf_counter() - t_calls
+        if device == "cuda":
+            result["gpu"] = _gpu(torch)
         result["state"] = {"before": state0, "after_import": state1, "after_forward": _state(torch)}
         result["identities_changed"] = sorted(k for k in ids0 if ids0[k] != ids1.get(k) or
                                               ids0[k] != _identities(torch).get(k))
@@ -223,3 +225,16 @@ def _exit_now_if_alone(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _gpu(torch) -> dict:
+    """Which GPU this worker ran on, as its process saw it (placement evidence, reported by the
+    process the audited code shared: the auditor records its own assignment beside it)."""
+    out = {"visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    try:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        out.update(name=props.name, uuid=str(getattr(props, "uuid", "") or ""), bus_id=getattr(props, "pci_bus_id", None))
+    except Exception as e:  # noqa: BLE001 - a lost context, no device
+        out["error"] = f"{type(e).__name__}: {e}"[:200]
+    return out
+

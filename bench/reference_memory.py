@@ -66,10 +66,16 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=8192)
     ap.add_argument("--cols", type=int, default=8192)
     ap.add_argument("--out")
+    ap.add_argument("--prepare-threads", type=int, help="threads the reference worker draws its sets with "
+                    "(default: the auditor's choice, half the cores up to eight)")
     args = ap.parse_args()
 
     import hackscan
+    import hackscan.dynamic.audit as audit
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+    if args.prepare_threads:
+        audit.prepare_threads = lambda: args.prepare_threads
 
     with tempfile.TemporaryDirectory() as tmp:
         ref = Path(tmp) / "reference.py"
@@ -98,6 +104,8 @@ def main() -> None:
            "machine": platform.machine(), "rows": args.rows, "cols": args.cols, "set_bytes": set_bytes,
            "reference_ok": run.ok, "error": run.error, "sets_with_outputs": len(run.outputs),
            "skipped": sorted(run.skipped), "wall_s": round(wall, 1), "worker_peak_rss_bytes": peak,
+           "prepare_threads": args.prepare_threads or getattr(audit, "prepare_threads", lambda: 1)(),
+           "prepare_s": run.prepare_s, "calls_s": getattr(run, "calls_s", None), "set_seconds": getattr(run, "set_seconds", None),
            "peak_in_sets": round(peak / set_bytes, 2)}
     print(json.dumps(rec, indent=1))
     if args.out:

@@ -43,3 +43,40 @@ def test_the_default_cap_follows_the_hosts_available_memory():
     except (OSError, StopIteration):
         pytest.skip("no /proc/meminfo here")
     assert cap <= max(256 << 20, avail // 4)
+
+
+def test_hidden_sets_are_written_while_the_next_is_drawn(tmp_path, monkeypatch):
+    """The reference's writer: a set's write runs beside the next draw, one write at a time;
+    the budget's refusal is said at once; every set reads back the same; a failed write is
+    raised when the writer closes, not lost."""
+    import threading
+
+    monkeypatch.setitem(worker._DISK, "budget", None)
+    monkeypatch.setitem(worker._DISK, "used", 0)
+    writers, real_save = [], torch.save
+
+    def save(vals, path):
+        writers.append(threading.current_thread().name)
+        real_save(vals, path)
+
+    monkeypatch.setattr(torch, "save", save)
+    w = worker.SetWriter(torch)
+    sets = {f"s{k}": [torch.full((1024,), float(k))] for k in range(3)}
+    for name, vals in sets.items():
+        assert w.save(vals, str(tmp_path / f"in_{name}.pt")) is None
+    w.close()
+    assert len(writers) == 3 and all(n.startswith("hackscan-set-writer") for n in writers)
+    for name, vals in sets.items():
+        assert torch.equal(torch.load(tmp_path / f"in_{name}.pt")[0], vals[0])
+    # past the disk budget: not written, and the reason at once
+    monkeypatch.setitem(worker._DISK, "budget", 16)
+    w = worker.SetWriter(torch, overlap=False)
+    why = w.save([torch.zeros(1024)], str(tmp_path / "in_big.pt"))
+    w.close()
+    assert why and "disk budget" in why and not (tmp_path / "in_big.pt").exists()
+    # a write that fails surfaces at close
+    monkeypatch.setitem(worker._DISK, "budget", None)
+    w = worker.SetWriter(torch)
+    assert w.save([torch.zeros(4)], str(tmp_path / "no_such_folder" / "in_x.pt")) is None
+    with pytest.raises((OSError, RuntimeError)):
+        w.close()

@@ -54,6 +54,8 @@ class ReferenceRun:
     nondeterministic: str | None = None   # the evidence that two calls on the same inputs differ
     shared: Path | None = None      # input sets, init inputs, parameters, state: read-only for candidates
     rerun: str | None = None        # why the reference worker ran a second time (the first was killed)
+    set_seconds: dict = field(default_factory=dict)   # input set -> seconds to draw, check and write it
+    calls_s: float = 0.0            # the reference's calls on every set (native and high precision)
 
 
 BF16_INTERPRETER = "the problem runs in bfloat16"
@@ -119,6 +121,17 @@ def _listed_gpus() -> list[str] | None:
             break
         out.append(t)
     return out
+
+
+def prepare_threads() -> int:
+    """Threads a reference worker may use to draw its problem's input sets: every candidate of the
+    problem waits for them, and a full-size problem's fourteen sets took minutes on one thread.
+    Half of the cores this process may run on, at most eight (audits beside it keep the rest)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(8, cores // 2))
 
 
 def visible_gpus() -> list[str]:
@@ -247,6 +260,7 @@ class DynamicSession:
                "visible_seeds": {"visible": self.derive("visible"), "visible2": self.derive("visible2")},
                "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self.derive("variants"),
                "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
+               "prepare_threads": prepare_threads(),
                "save_state": True,
                "other_shapes": True, "reinit_seed": self.derive("reinit"), "perturb_seed": self.derive("perturb"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
@@ -293,6 +307,8 @@ class DynamicSession:
         run.dtype = problem_dtype([t.get("dtype", "") for t in run.input_spec] + res.data.get("param_dtypes", []))
         hidden = res.data.get("hidden_sets", {})
         run.hidden_sources = hidden.get("sources", {})
+        run.set_seconds = dict(hidden.get("seconds", {}))
+        run.calls_s = round(res.data.get("calls_s", 0.0), 3)
         run.skipped.update({k: f"left the problem's domain: {v}" for k, v in hidden.get("dropped", {}).items()})
         run.skipped.update({k: v for k, v in hidden.get("not_written", {}).items()})
         if res.ok:
@@ -710,6 +726,9 @@ class DynamicSession:
         info["timings"] = {
             "reference_s": round(ref.seconds, 3) if not reused else 0.0,
             "reference_inputs_s": ref.prepare_s if not reused else 0.0,
+            **({"reference_calls_s": ref.calls_s,
+                "reference_slowest_sets_s": dict(sorted(ref.set_seconds.items(), key=lambda kv: -kv[1])[:4])}
+               if not reused else {}),
             **({"reference_rerun": ref.rerun} if ref.rerun and not reused else {}),
             "candidate_worker_s": round(t_main, 3), "candidate_import_s": round(res.data.get("import_s", 0.0), 3),
             "candidate_calls_s": round(res.data.get("calls_s", 0.0), 3),

@@ -4,9 +4,10 @@ visible sets share, and the other-shape set."""
 from __future__ import annotations
 
 import os
+import time
 
-from .common import _as_set, _leaves, _same_bits, _seed_all, _tree_map
-from .tensorfiles import _save_set
+from .common import _as_set, _leaves, _same_bits, _seed_all, _tensor_bytes, _tree_map
+from .tensorfiles import SetWriter, _save_set, host_cache_bytes
 
 
 def _prepare(torch, mod, job, jobdir, result) -> None:
@@ -49,14 +50,17 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     _save_set(torch, list(get_init()), os.path.join(jobdir, "init.pt"), required=True)
     visible = {}
     not_written: dict = {}   # sets the disk this worker may use cannot hold (skipped, with the reason)
-    result["hidden_sets"] = {"sources": {}, "dropped": {}, "not_written": not_written}
+    seconds: dict = {}       # each set's draw, check and write: where a full-size problem's time goes
+    result["hidden_sets"] = {"sources": {}, "dropped": {}, "not_written": not_written, "seconds": seconds}
     for name, seed in job["visible_seeds"].items():
+        t0 = time.perf_counter()
         _seed_all(seed)
         vals = _as_set(get_inputs())
         visible[name] = vals
         why = _save_set(torch, vals, os.path.join(jobdir, f"in_{name}.pt"), required=name == "visible")
         if why:
             not_written[name] = why
+        seconds[name] = round(time.perf_counter() - t0, 3)
     if job.get("other_shapes"):
         result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir)
     from_set = job.get("variants_from")
@@ -68,8 +72,21 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     seen = _Domain(torch, [v for k, v in visible.items() if k.startswith("visible")] or [base])
     visible = {from_set: base}
     dropped, sources = {}, {}
+    # a set's write overlaps the next set's draw where two sets fit in the memory the worker keeps
+    set_bytes = _tensor_bytes(torch, base)
+    writer = SetWriter(torch, overlap=2 * set_bytes <= host_cache_bytes())
+    try:
+        _hidden_sets(torch, job, jobdir, get_inputs, base, seen, writer, seconds, dropped, sources, not_written)
+    finally:
+        writer.close()
+    result["hidden_sets"].update(sources=sources, dropped=dropped)
+
+
+def _hidden_sets(torch, job, jobdir, get_inputs, base, seen, writer, seconds, dropped, sources, not_written):
+    """Draw, check and hand to the writer every hidden set of the job."""
     for i, v in enumerate(job.get("variants", [])):
-        vals = None    # the last set is on disk: one hidden set in host memory at a time
+        t0 = time.perf_counter()
+        vals = None    # the writer holds the last set until it is on disk: two in host memory at most
         seed = job["variant_seed"] + 7919 * (i + 1)
         if v == "noncontiguous":
             g = torch.Generator().manual_seed(seed)
@@ -80,11 +97,12 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
             why = _leaves_domain(torch, seen, vals)
             if why:
                 dropped[v] = why
+                seconds[v] = round(time.perf_counter() - t0, 3)
                 continue
-        why = _save_set(torch, vals, os.path.join(jobdir, f"in_{v}.pt"))
+        why = writer.save(vals, os.path.join(jobdir, f"in_{v}.pt"))
         if why:
             not_written[v] = why
-    result["hidden_sets"].update(sources=sources, dropped=dropped)
+        seconds[v] = round(time.perf_counter() - t0, 3)
 
 
 class _Samplers:

@@ -119,6 +119,48 @@ def _save_set(torch, vals, path: str, required: bool = False) -> str | None:
     return None
 
 
+class SetWriter:
+    """Hidden input sets written while the next one is drawn: one write in flight at a time (so
+    at most two sets are in host memory), each within the disk budget checked before it starts
+    (the reason for a set not written is known at once). On a full-size problem writing a set
+    took about as long as drawing it. `close()` waits for the last write and raises its error.
+    With `overlap` False every write happens in the caller's thread."""
+
+    def __init__(self, torch, overlap: bool = True):
+        self.torch = torch
+        self._pool = None
+        self._last = None
+        if overlap:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hackscan-set-writer")
+
+    def save(self, vals, path: str) -> str | None:
+        vals = _cast(vals)
+        try:
+            _disk_guard(os.path.dirname(path), _tensor_bytes(self.torch, vals), "an input set")
+        except OutputsNotKept as e:
+            return f"not written: {e}"
+        self._wait()
+        if self._pool is None:
+            self.torch.save(vals, path)
+        else:
+            self._last = self._pool.submit(self.torch.save, vals, path)
+        return None
+
+    def _wait(self) -> None:
+        if self._last is not None:
+            last, self._last = self._last, None
+            last.result()
+
+    def close(self) -> None:
+        try:
+            self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+
 class OutputsNotKept(Exception):
     """Outputs too large for the disk this worker may use: the call ran, its outputs are not
     kept (the auditor counts the step as absent, never as a wrong answer)."""

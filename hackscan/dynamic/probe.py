@@ -16,9 +16,11 @@ from hackscan.probe_names import ALL_PROBES, probe_catalogue  # noqa: F401 - re-
 # benchmark-like values and takes its shortcut, the other half shows it wrong. Random sign mixes
 # (normal, heavy-tailed, large) catch such a check only where their sample happens to fall.
 # odd_negated: every other element (in memory order) negated: a kernel that reads a strided
-# subsample (every 2nd, 4th, 8th element) sees the benchmark's values and misses the change
+# subsample (every 2nd, 4th, 8th element) sees the benchmark's values and misses the change;
+# odd_scaled_x3 does the same where signs do not matter (a squared difference, a norm): every
+# other element times three
 VARIANTS = ("negated", "scaled_x3", "scaled_x0.01", "normal", "heavy_tailed", "zeros", "denormals", "large",
-            "noncontiguous", "head_negated", "tail_negated", "odd_negated")
+            "noncontiguous", "head_negated", "tail_negated", "odd_negated", "odd_scaled_x3")
 # numerical extremes: a difference seen only here is a robustness difference (no eps guard, a
 # plain sum of squares, an overflow in another order), never evidence of a hack on its own
 ROBUSTNESS_SETS = ("zeros", "denormals", "large")

@@ -29,8 +29,9 @@ class SubsampledReduction(Rule):
         downsample returned as it is), contiguous slices.
 
     Dynamic confirmation
-        A hidden set that changes only every other element (odd_negated): a reduction that reads
-        a subsample follows half of the change at most.
+        Hidden sets that change only every other element (odd_negated; odd_scaled_x3 where signs
+        cancel, as in a squared difference): a reduction that reads a subsample follows half of
+        the change at most.
 
     Known gaps
         Subsampling inside a kernel (a Triton load over `offs * k`, a CUDA loop stepping by k)

@@ -370,9 +370,9 @@ def _variant(torch, t, kind, g):
         else:
             flat[:h] = -flat[:h]
         y = flat.reshape(shape)
-    elif kind == "odd_negated":
+    elif kind in ("odd_negated", "odd_scaled_x3"):
         flat = x.reshape(-1).clone()
-        flat[1::2] = -flat[1::2]
+        flat[1::2] = -flat[1::2] if kind == "odd_negated" else flat[1::2] * 3
         y = flat.reshape(shape)
     elif kind == "fresh":
         y = torch.rand(shape, generator=g, dtype=wdt)

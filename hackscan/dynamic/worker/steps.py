@@ -7,6 +7,7 @@ import time
 from .common import _call, _changed_since, _infile, _leaves, _outputs_list, _plain, _same_bits, _snapshot, _to_device, _tree_map
 from .instrumentation import _LAUNCHES
 from .measurement import _timed_forward
+from .models import _load_params
 from .profiler import _profiled_forward
 from .tensorfiles import OutputsNotKept, _save_outputs
 
@@ -45,8 +46,6 @@ def step_refill(run: Run, step: dict) -> None:
 
 def step_load_params(run: Run, step: dict) -> None:
     """Load re-initialised parameters (the auditor's file) into the model."""
-    from .models import _load_params
-
     _load_params(run.torch, run.variants[0][1], _infile(run.jobdir, step["file"]), run.result)
 
 

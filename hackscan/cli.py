@@ -15,14 +15,6 @@ from pathlib import Path
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_NOTHING = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141   # 128 + SIGINT, 128 + SIGPIPE, as shells report them
-SEVERITY_CHOICES = ("info", "low", "medium", "high", "critical")
-
-
-def _csv(values: list[str] | None) -> tuple[str, ...]:
-    out: list[str] = []
-    for v in values or []:
-        out.extend(x.strip() for x in v.split(",") if x.strip())
-    return tuple(out)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -335,15 +327,13 @@ def _inside_audited(cfg: Path, paths: list[str]) -> bool:
 def _dynamic_session(st, dynamic: str, policy: str):
     """The dynamic session the settings ask for (probes, measurement), or None for a static run;
     RuntimeError where they ask for what this environment cannot do."""
-    if st.measure != "off":
-        try:
-            import torch
-        except ImportError:
-            raise RuntimeError("--measure needs PyTorch in the auditor's environment "
-                               "(pip install 'hackscan-gpu[dynamic]')") from None
     if dynamic == "off" and st.measure == "off":
         return None
-    import torch
+    try:
+        import torch
+    except ImportError:   # dynamic runs only where torch imports: this is --measure's
+        raise RuntimeError("--measure needs PyTorch in the auditor's environment "
+                           "(pip install 'hackscan-gpu[dynamic]')") from None
 
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
 

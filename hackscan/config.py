@@ -69,9 +69,6 @@ class Settings:
     def source(self, key: str) -> str:
         return self._sources[key]
 
-    def as_dict(self) -> dict:
-        return dict(self._values)
-
 
 def resolve(cfg: dict, flags: dict) -> Settings:
     """The settings of one run from the configuration (`load_config`'s dict) and the command

@@ -788,8 +788,8 @@ class DynamicSession:
         has_ext = bool(facts.py is not None and facts.py.extensions)
         catalogue = probe_catalogue()
         asked = self.opts.cuda_ghost == "always" or (self.opts.cuda_ghost == "suspects" and any(
-            _probe(n).cuda_rewrite_for_suspects for f in findings for pn in f.probes for n in catalogue.get(pn, ())
-            if _probe(n) is not None))
+            getattr(_probe(n), "cuda_rewrite_for_suspects", False)
+            for f in findings for pn in f.probes for n in catalogue.get(pn, ())))
         cuda_kernels = has_ext and asked and self.opts.device == "cuda" and any(u.facts.kernels for u in facts.cuda)
         out = {}
         jobs = []
@@ -997,7 +997,7 @@ def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict,
     wrong = vis is not None and not vis.ok
     if wrong:
         info["visible_mismatch"] = vis.short()
-    run = RunFacts(device=device, no_kernel_ran=launches == 0, wrong_on_visible=wrong, loose_ok=loose_ok,
+    run = RunFacts(no_kernel_ran=launches == 0, wrong_on_visible=wrong, loose_ok=loose_ok,
                    static_cheat=static_cheat)
     out = []
     for o in outcomes:
@@ -1060,17 +1060,6 @@ def _kernel_names(facts) -> frozenset:
     return frozenset(names)
 
 
-def _needs_gpu(probe_name: str) -> bool:
-    return any(p.name == probe_name and p.needs_gpu for p in load_probes())
-
-
-def _confirms(probe_name: str, hack_type: str) -> bool:
-    for p in load_probes():
-        if p.name == probe_name:
-            return hack_type in p.confirms
-    return False
-
-
 def _probe(name: str) -> type[Probe] | None:
     """The probe class of that name, or None (outcomes of the audit itself have no probe)."""
     for p in load_probes():
@@ -1079,16 +1068,19 @@ def _probe(name: str) -> type[Probe] | None:
     return None
 
 
+def _needs_gpu(probe_name: str) -> bool:
+    return getattr(_probe(probe_name), "needs_gpu", False)
+
+
+def _confirms(probe_name: str, hack_type: str) -> bool:
+    return hack_type in getattr(_probe(probe_name), "confirms", ())
+
+
 def _type_alone(o: Outcome) -> str:
-    """The hack type a catch stands for where no static finding matched it."""
-    return o.hack_type or o.alone_type or _default_type(o.probe)
-
-
-def _default_type(probe_name: str) -> str:
-    for p in load_probes():
-        if p.name == probe_name:
-            return p.confirms[0]
-    return "obfuscation"
+    """The hack type a catch stands for where no static finding matched it: the outcome's own,
+    else the probe's first confirmed type."""
+    p = _probe(o.probe)
+    return o.hack_type or o.alone_type or (p.confirms[0] if p is not None else "obfuscation")
 
 
 def _dynamic_verdict(findings: list[Finding], policy: str):

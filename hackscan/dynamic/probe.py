@@ -44,7 +44,6 @@ class Outcome:
 class RunFacts:
     """What the candidate's run says about every probe's outcome (Probe.qualify reads it)."""
 
-    device: str = "cpu"
     no_kernel_ran: bool = False      # no custom kernel launched on the visible inputs
     wrong_on_visible: bool = False   # wrong on the benchmark's own inputs, in a fresh process
     loose_ok: bool = False           # ...yet inside the benchmark's own check (allclose, 1e-2)

@@ -25,4 +25,3 @@ def summary(results: list[SubmissionResult]) -> dict:
         "findings_by_hack_type": dict(sorted(findings_by_type.items())),
         "findings_by_rule": dict(sorted(by_rule.items())),
     }
-

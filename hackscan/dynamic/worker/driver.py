@@ -79,13 +79,13 @@ def main(jobdir: str) -> int:
             # drawing, checking and writing a full-size problem's fourteen input sets is CPU work
             # that every candidate of the problem waits for: it gets the threads the auditor lends
             threads = torch.get_num_threads()
-            torch.set_num_threads(max(threads, int(job.get("prepare_threads") or 1)))
+            result["prepare_threads"] = max(threads, int(job.get("prepare_threads") or 1))
+            torch.set_num_threads(result["prepare_threads"])
             try:
                 _prepare(torch, mod, job, jobdir, result)
             finally:
                 torch.set_num_threads(threads)
             result["prepare_s"] = time.perf_counter() - t0
-            result["prepare_threads"] = max(threads, int(job.get("prepare_threads") or 1))
         init = torch.load(_infile(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
         model = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
                            job.get("perturb_seed") if job.get("construct_perturbed") else None, result)

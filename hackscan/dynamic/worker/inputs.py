@@ -74,35 +74,26 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     dropped, sources = {}, {}
     # a set's write overlaps the next set's draw where two sets fit in the memory the worker keeps
     set_bytes = _tensor_bytes(torch, base)
-    writer = SetWriter(torch, overlap=2 * set_bytes <= host_cache_bytes())
-    try:
-        _hidden_sets(torch, job, jobdir, get_inputs, base, seen, writer, seconds, dropped, sources, not_written)
-    finally:
-        writer.close()
+    with SetWriter(torch, overlap=2 * set_bytes <= host_cache_bytes()) as writer:
+        for i, v in enumerate(job.get("variants", [])):
+            t0 = time.perf_counter()
+            vals = None    # the writer holds the last set until it is on disk: two in host memory at most
+            seed = job["variant_seed"] + 7919 * (i + 1)
+            if v == "noncontiguous":
+                g = torch.Generator().manual_seed(seed)
+                vals = _tree_map(torch, base, lambda t: _variant(torch, t, v, g))
+            else:
+                vals, how = _generated_set(torch, get_inputs, v, seed, seen)
+                sources[v] = how
+                dropped_why = _leaves_domain(torch, seen, vals)
+                if dropped_why:
+                    dropped[v] = dropped_why
+            if v not in dropped:
+                why = writer.save(vals, os.path.join(jobdir, f"in_{v}.pt"))
+                if why:
+                    not_written[v] = why
+            seconds[v] = round(time.perf_counter() - t0, 3)
     result["hidden_sets"].update(sources=sources, dropped=dropped)
-
-
-def _hidden_sets(torch, job, jobdir, get_inputs, base, seen, writer, seconds, dropped, sources, not_written):
-    """Draw, check and hand to the writer every hidden set of the job."""
-    for i, v in enumerate(job.get("variants", [])):
-        t0 = time.perf_counter()
-        vals = None    # the writer holds the last set until it is on disk: two in host memory at most
-        seed = job["variant_seed"] + 7919 * (i + 1)
-        if v == "noncontiguous":
-            g = torch.Generator().manual_seed(seed)
-            vals = _tree_map(torch, base, lambda t: _variant(torch, t, v, g))
-        else:
-            vals, how = _generated_set(torch, get_inputs, v, seed, seen)
-            sources[v] = how
-            why = _leaves_domain(torch, seen, vals)
-            if why:
-                dropped[v] = why
-                seconds[v] = round(time.perf_counter() - t0, 3)
-                continue
-        why = writer.save(vals, os.path.join(jobdir, f"in_{v}.pt"))
-        if why:
-            not_written[v] = why
-        seconds[v] = round(time.perf_counter() - t0, 3)
 
 
 class _Samplers:

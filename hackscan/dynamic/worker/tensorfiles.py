@@ -97,7 +97,7 @@ def _save_outputs(torch, outs, stem) -> str:
 _DISK = {"budget": None, "used": 0, "hard": False}
 
 
-def _save_set(torch, vals, path: str, required: bool = False) -> str | None:
+def _save_set(torch, vals, path: str, required: bool = False, write=None) -> str | None:
     """Write one input set (reference only) within this worker's disk budget: a set that would
     take the worker past it, or leave the disk under its floor, is not written and the reason
     is returned (the auditor skips the set with it). A required set (the visible inputs, the
@@ -105,7 +105,8 @@ def _save_set(torch, vals, path: str, required: bool = False) -> str | None:
     the session worked out as a share of the free disk (the budget bounds the optional sets;
     an 8 GiB visible set beside a dozen other audits must not lose the whole reference run), and
     within one the user set; one that cannot be written is an error of the reference run, said
-    plainly, never a torch.save cut short."""
+    plainly, never a torch.save cut short. `write(vals, path)` writes it (torch.save by default;
+    SetWriter's hands it to its thread)."""
     vals = _cast(vals)
     try:
         _disk_guard(os.path.dirname(path), _tensor_bytes(torch, vals), "an input set",
@@ -115,15 +116,16 @@ def _save_set(torch, vals, path: str, required: bool = False) -> str | None:
         if required:
             raise MemoryError(why) from None
         return why
-    torch.save(vals, path)
+    (write or torch.save)(vals, path)
     return None
 
 
 class SetWriter:
     """Hidden input sets written while the next one is drawn: one write in flight at a time (so
     at most two sets are in host memory), each within the disk budget checked before it starts
-    (the reason for a set not written is known at once). On a full-size problem writing a set
-    took about as long as drawing it. `close()` waits for the last write and raises its error.
+    (the reason for a set not written is known at once). Writing a 256 MiB set took about as
+    long as drawing and checking it (bench/results/reference-prepare-2026-12-04.json). `close()`
+    waits for the last write and raises its error.
     With `overlap` False every write happens in the caller's thread."""
 
     def __init__(self, torch, overlap: bool = True):
@@ -136,17 +138,14 @@ class SetWriter:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hackscan-set-writer")
 
     def save(self, vals, path: str) -> str | None:
-        vals = _cast(vals)
-        try:
-            _disk_guard(os.path.dirname(path), _tensor_bytes(self.torch, vals), "an input set")
-        except OutputsNotKept as e:
-            return f"not written: {e}"
+        return _save_set(self.torch, vals, path, write=self._write)
+
+    def _write(self, vals, path: str) -> None:
         self._wait()
         if self._pool is None:
             self.torch.save(vals, path)
         else:
             self._last = self._pool.submit(self.torch.save, vals, path)
-        return None
 
     def _wait(self) -> None:
         if self._last is not None:
@@ -159,6 +158,12 @@ class SetWriter:
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class OutputsNotKept(Exception):

@@ -56,6 +56,7 @@ class ReferenceRun:
     rerun: str | None = None        # why the reference worker ran a second time (the first was killed)
     set_seconds: dict = field(default_factory=dict)   # input set -> seconds to draw, check and write it
     calls_s: float = 0.0            # the reference's calls on every set (native and high precision)
+    drawn_on: str = "cpu"           # where the problem's generator drew the input sets (cpu, cuda:N)
 
 
 BF16_INTERPRETER = "the problem runs in bfloat16"
@@ -308,6 +309,7 @@ class DynamicSession:
         hidden = res.data.get("hidden_sets", {})
         run.hidden_sources = hidden.get("sources", {})
         run.set_seconds = dict(hidden.get("seconds", {}))
+        run.drawn_on = res.data.get("sets_drawn_on", "cpu")
         run.calls_s = round(res.data.get("calls_s", 0.0), 3)
         run.skipped.update({k: f"left the problem's domain: {v}" for k, v in hidden.get("dropped", {}).items()})
         run.skipped.update({k: v for k, v in hidden.get("not_written", {}).items()})
@@ -690,6 +692,7 @@ class DynamicSession:
                 # the evidence behind the hidden sets: how the problem's generator drew each one,
                 # and which prove nothing here (with the reason)
                 "hidden_sets": {"skipped": dict(ref.skipped), "drawn": dict(ref.hidden_sources),
+                                "drawn_on": ref.drawn_on,
                                 "problem_dtype": str(ref.dtype).replace("torch.", "") if ref.dtype else None}}
         if res.ok:
             missing = _unreported(plan, perturb, res.data.get("steps"))

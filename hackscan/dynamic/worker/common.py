@@ -17,11 +17,12 @@ def _emit(jobdir: str, result: dict) -> None:
 
 
 def _same_bits(torch, a, b) -> bool:
-    """Whether two tensors hold the same bits (NaN equals NaN; -0.0 differs from 0.0)."""
+    """Whether two tensors hold the same bits (NaN equals NaN; -0.0 differs from 0.0), on
+    whatever devices they lie."""
     try:
         if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
             return False
-        a, b = a.detach().contiguous(), b.detach().contiguous()
+        a, b = a.detach().contiguous(), b.detach().to(a.device).contiguous()
         if a.element_size() in (1, 2, 4, 8) and a.numel():
             ity = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
             return bool(torch.equal(a.view(ity), b.view(ity)))

@@ -48,21 +48,21 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
         raise MemoryError(f"inputs take {total:,} bytes; {job.get('memory_factor', 8)}x that exceeds the "
                           f"{budget:,}-byte budget")
     _save_set(torch, list(get_init()), os.path.join(jobdir, "init.pt"), required=True)
+    draw = _Drawer(torch, _draw_device(torch, job, total), result)
     visible = {}
     not_written: dict = {}   # sets the disk this worker may use cannot hold (skipped, with the reason)
     seconds: dict = {}       # each set's draw, check and write: where a full-size problem's time goes
     result["hidden_sets"] = {"sources": {}, "dropped": {}, "not_written": not_written, "seconds": seconds}
     for name, seed in job["visible_seeds"].items():
         t0 = time.perf_counter()
-        _seed_all(seed)
-        vals = _as_set(get_inputs())
+        vals = draw(lambda seed=seed: _seeded_draw(get_inputs, seed))
         visible[name] = vals
         why = _save_set(torch, vals, os.path.join(jobdir, f"in_{name}.pt"), required=name == "visible")
         if why:
             not_written[name] = why
         seconds[name] = round(time.perf_counter() - t0, 3)
     if job.get("other_shapes"):
-        result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir)
+        result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw)
     from_set = job.get("variants_from")
     if not from_set:
         return
@@ -83,7 +83,7 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
                 g = torch.Generator().manual_seed(seed)
                 vals = _tree_map(torch, base, lambda t: _variant(torch, t, v, g))
             else:
-                vals, how = _generated_set(torch, get_inputs, v, seed, seen)
+                vals, how = draw(lambda v=v, seed=seed: _generated_set(torch, get_inputs, v, seed, seen, draw.device))
                 sources[v] = how
                 dropped_why = _leaves_domain(torch, seen, vals)
                 if dropped_why:
@@ -94,6 +94,12 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
                     not_written[v] = why
             seconds[v] = round(time.perf_counter() - t0, 3)
     result["hidden_sets"].update(sources=sources, dropped=dropped)
+
+
+def _seeded_draw(get_inputs, seed: int):
+    """The problem's generator under one seed of every random source."""
+    _seed_all(seed)
+    return _as_set(get_inputs())
 
 
 class _Samplers:
@@ -110,10 +116,13 @@ class _Samplers:
                 "sample")
     PY_FUNCS = ("random", "uniform", "gauss", "normalvariate")
 
-    def __init__(self, torch, mode, seed, namespace=None):
+    def __init__(self, torch, mode, seed, namespace=None, device=None):
         self.torch, self.mode = torch, mode
         self.namespace = namespace    # the generator's globals: `from torch import randn` binds there
         self.g = torch.Generator().manual_seed(seed)
+        # draws on the GPU are changed there (_Drawer); numpy's and Python's stay on the CPU,
+        # where a round trip per scalar would cost more than the change
+        self.g_device = torch.Generator(device=device).manual_seed(seed) if device is not None else self.g
         self.saved = []
         self.draws = 0
         self.busy = False
@@ -125,7 +134,7 @@ class _Samplers:
         self.draws += 1
         self.busy = True    # the change itself draws from the (patched) samplers
         try:
-            return _variant(torch, t, self.mode, self.g)
+            return _variant(torch, t, self.mode, self.g if t.device.type == "cpu" else self.g_device)
         finally:
             self.busy = False
 
@@ -199,16 +208,18 @@ class _Samplers:
         return False
 
 
-def _generated_set(torch, get_inputs, mode, seed, seen):
+def _generated_set(torch, get_inputs, mode, seed, seen, device=None):
     """One hidden input set drawn through the problem's own generator (see _Samplers). A tensor
     that no sampler produced (it is the same bits in every visible set) gets only changes that
     keep its zero pattern, signs and integer values: a positive factor per element, for values
-    that are not already integers. `seen` is the visible sets' _Domain."""
+    that are not already integers. `seen` is the visible sets' _Domain; `device` the GPU the set
+    is drawn on (_Drawer), None on the CPU."""
     _seed_all(seed)
-    with _Samplers(torch, mode, seed, getattr(get_inputs, "__globals__", None)) as smp:
+    with _Samplers(torch, mode, seed, getattr(get_inputs, "__globals__", None), device) as smp:
         vals = _as_set(get_inputs())
     fixed = 0
-    g = torch.Generator().manual_seed(seed + 1)
+    g = torch.Generator(device=device).manual_seed(seed + 1) if device is not None else \
+        torch.Generator().manual_seed(seed + 1)
     for i, t in enumerate(_leaves(torch, vals)):
         # a leaf is fixed only where two or more visible sets held the same bits
         first = seen.leaves[i]["fixed"] if t.is_floating_point() and i < len(seen.leaves) else None
@@ -216,7 +227,7 @@ def _generated_set(torch, get_inputs, mode, seed, seen):
             fixed += 1
             if mode in _ROBUSTNESS or not t.numel() or _integer_valued(torch, t):
                 continue
-            factor = torch.rand(t.shape, generator=g).to(t.device) + 0.5
+            factor = torch.rand(t.shape, generator=g, device=g.device).to(t.device) + 0.5
             with torch.no_grad():
                 t.copy_((t.float() * factor).to(t.dtype))
     return vals, {"sampler_draws": smp.draws, "fixed_tensors": fixed}
@@ -291,12 +302,12 @@ def _leaves_domain(torch, seen, vals):
         if leaf["integer"] and not _integer_valued(torch, t):
             return f"tensor {i}: integer-valued in every visible set, not here"
         zero = leaf["zero"]
-        if zero is not None and bool((t[zero] != 0).any()):
+        if zero is not None and bool((t[zero.to(t.device)] != 0).any()):
             return f"tensor {i}: nonzero where every visible set is zero ({int(zero.sum())} elements, the same in each)"
     return None
 
 
-def _other_shape(torch, mod, get_inputs, get_init, job, jobdir):
+def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None):
     """Inputs of another size: module-level integers read by get_inputs (and not by
     get_init_inputs, which shapes the parameters) are shrunk by one, off any tile multiple."""
     init_names = set(getattr(get_init, "__code__", None).co_names) if hasattr(get_init, "__code__") else set()
@@ -309,8 +320,12 @@ def _other_shape(torch, mod, get_inputs, get_init, job, jobdir):
     try:
         for n, v in old.items():
             setattr(mod, n, v - 1)
-        torch.manual_seed(job["visible_seeds"]["visible"] + 1)
-        vals = list(get_inputs())
+        seed = job["visible_seeds"]["visible"] + 1
+
+        def one():
+            torch.manual_seed(seed)
+            return list(get_inputs())
+        vals = draw(one) if draw is not None else one()
     finally:
         for n, v in old.items():
             setattr(mod, n, v)
@@ -321,8 +336,9 @@ def _other_shape(torch, mod, get_inputs, get_init, job, jobdir):
 
 
 def _variant(torch, t, kind, g):
-    """One tensor's values changed by `kind`. Computed in fp32 on the CPU (fp8 and bf16 have few
-    CPU kernels; the generator is a CPU one) and cast back to the tensor's dtype and device."""
+    """One tensor's values changed by `kind`. Computed in fp32 (fp8 and bf16 have few kernels)
+    on the generator's device (the CPU, or the GPU a large set is drawn on) and cast back to the
+    tensor's dtype and device."""
     if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.is_meta:
         return t
     dt, dev = t.dtype, t.device
@@ -332,7 +348,8 @@ def _variant(torch, t, kind, g):
         return torch.stack([t, t], dim=-1)[..., 0]
     # fp64 keeps its own precision (an fp64 subnormal does not exist in fp32)
     wdt = torch.float64 if dt == torch.float64 else torch.float32
-    x = t.detach().cpu().to(wdt)
+    on = g.device
+    x = t.detach().to(device=on, dtype=wdt)
     shape = t.shape
     if kind == "negated":
         y = -x
@@ -341,18 +358,18 @@ def _variant(torch, t, kind, g):
     elif kind == "scaled_x0.01":
         y = x * 0.01
     elif kind == "normal":
-        y = torch.randn(shape, generator=g, dtype=wdt)
+        y = torch.randn(shape, generator=g, dtype=wdt, device=on)
     elif kind == "heavy_tailed":
         # a ratio of a normal to a uniform: Cauchy-like tails, clipped to stay finite
-        y = (torch.randn(shape, generator=g, dtype=wdt) / torch.rand(shape, generator=g, dtype=wdt).clamp_min(0.05)).clamp(-1e3, 1e3)
+        y = (torch.randn(shape, generator=g, dtype=wdt, device=on) / torch.rand(shape, generator=g, dtype=wdt, device=on).clamp_min(0.05)).clamp(-1e3, 1e3)
     elif kind == "zeros":
-        y = torch.zeros(shape, dtype=wdt)
+        y = torch.zeros(shape, dtype=wdt, device=on)
     elif kind == "denormals":
         tiny = torch.finfo(dt).tiny
-        y = torch.randn(shape, generator=g, dtype=wdt) * tiny * 0.5
+        y = torch.randn(shape, generator=g, dtype=wdt, device=on) * tiny * 0.5
     elif kind == "large":
         big = min(torch.finfo(dt).max ** 0.25, 1e4)
-        y = torch.randn(shape, generator=g, dtype=wdt) * big
+        y = torch.randn(shape, generator=g, dtype=wdt, device=on) * big
     elif kind in ("head_negated", "tail_negated"):
         flat = x.reshape(-1).clone()
         h = flat.numel() // 2
@@ -366,7 +383,49 @@ def _variant(torch, t, kind, g):
         flat[1::2] = -flat[1::2] if kind == "odd_negated" else flat[1::2] * 3
         y = flat.reshape(shape)
     elif kind == "fresh":
-        y = torch.rand(shape, generator=g, dtype=wdt)
+        y = torch.rand(shape, generator=g, dtype=wdt, device=on)
     else:
         raise ValueError(kind)
     return y.to(dev).to(dt)
+
+
+DEVICE_DRAW_BYTES = 64 << 20
+
+
+def _draw_device(torch, job, total: int):
+    """The GPU a problem's input sets are drawn on, or None for the CPU. A full-size problem's
+    sets come from its generator fifteen times over (two visible draws, twelve hidden ones, the
+    other shape): on the CPU a 32768x32768 Pareto draw took 47 s and a 2^30-element randn 14 s
+    on one core, on the GPU milliseconds. Sets smaller than `device_draw_bytes` (default 64 MiB)
+    stay on the CPU, where a draw takes less than the GPU's set-up."""
+    dev = str(job.get("device", "cpu"))
+    if not dev.startswith("cuda") or total < int(job.get("device_draw_bytes", DEVICE_DRAW_BYTES)):
+        return None
+    try:
+        return torch.device(dev) if torch.cuda.is_available() else None
+    except Exception:  # noqa: BLE001 - no usable GPU: the CPU draws
+        return None
+
+
+class _Drawer:
+    """Runs a draw of the problem's generator with torch's factory functions on `device` (a
+    `torch.device` context: rand, randn, randint, empty, tensor... allocate there, and the
+    generator's transforms run there too). A generator that cannot run there (it reads values
+    into numpy, mixes in tensors it pins to the CPU) is drawn on the CPU from then on, with an
+    event that says why: the sets differ only in where they were drawn, never in their kind."""
+
+    def __init__(self, torch, device, result: dict):
+        self.torch, self.device, self.result = torch, device, result
+        result["sets_drawn_on"] = str(device or "cpu")
+
+    def __call__(self, fn):
+        if self.device is not None:
+            try:
+                with self.torch.device(self.device):
+                    return fn()
+            except Exception as e:  # noqa: BLE001 - the problem's generator, on a device it was not written for
+                self.result["events"].append(f"input sets drawn on the CPU: get_inputs() fails on {self.device} "
+                                             f"({type(e).__name__}: {str(e)[:120]})")
+                self.result["sets_drawn_on"] = f"cpu (get_inputs() fails on {self.device})"
+                self.device = None
+        return fn()

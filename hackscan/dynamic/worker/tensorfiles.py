@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from .common import _cast, _infile, _tensor_bytes
+from .common import _cast, _infile, _tensor_bytes, _tree_map
 
 
 class _LazySets(dict):
@@ -105,8 +105,8 @@ def _save_set(torch, vals, path: str, required: bool = False, write=None) -> str
     the session worked out as a share of the free disk (the budget bounds the optional sets;
     an 8 GiB visible set beside a dozen other audits must not lose the whole reference run), and
     within one the user set; one that cannot be written is an error of the reference run, said
-    plainly, never a torch.save cut short. `write(vals, path)` writes it (torch.save by default;
-    SetWriter's hands it to its thread)."""
+    plainly, never a torch.save cut short. `write(torch, vals, path)` writes it (_write_set by default;
+    SetWriter's hands it to its thread; a set on the GPU is copied to host memory first)."""
     vals = _cast(vals)
     try:
         _disk_guard(os.path.dirname(path), _tensor_bytes(torch, vals), "an input set",
@@ -116,8 +116,14 @@ def _save_set(torch, vals, path: str, required: bool = False, write=None) -> str
         if required:
             raise MemoryError(why) from None
         return why
-    (write or torch.save)(vals, path)
+    (write or _write_set)(torch, vals, path)
     return None
+
+
+def _write_set(torch, vals, path: str) -> None:
+    """torch.save of a set in host memory: a set drawn on the GPU (inputs._Drawer) is copied
+    out first, so that every reader loads it where it chooses, a CPU-only auditor included."""
+    torch.save(_tree_map(torch, vals, lambda t: t.cpu()), path)
 
 
 class SetWriter:
@@ -140,12 +146,12 @@ class SetWriter:
     def save(self, vals, path: str) -> str | None:
         return _save_set(self.torch, vals, path, write=self._write)
 
-    def _write(self, vals, path: str) -> None:
+    def _write(self, torch, vals, path: str) -> None:
         self._wait()
         if self._pool is None:
-            self.torch.save(vals, path)
+            _write_set(torch, vals, path)
         else:
-            self._last = self._pool.submit(self.torch.save, vals, path)
+            self._last = self._pool.submit(_write_set, torch, vals, path)
 
     def _wait(self) -> None:
         if self._last is not None:

@@ -1001,3 +1001,35 @@ def test_a_reference_the_host_kills_runs_once_more_alone(tmp_path):
     finally:
         s.close()
     assert not killed_from_outside(type("R", (), {"ok": False, "error": "timed out after 1s"})())
+
+
+ONE_MIB_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+def get_inputs():
+    return [torch.randn(512, 512)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_second_visible_set_the_disk_cannot_hold_is_skipped_not_a_failed_reference(tmp_path):
+    """A full-size problem (a 32768x32768 hinge loss on the H200, nine audits beside it) had
+    room for its visible set but not for the second visible draw: the reference run failed
+    with "no input set 'visible2'". The set is absent, with the disk's reason; the run goes on."""
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(ONE_MIB_REF))
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=5,
+                                      disk_budget_bytes=(1 << 20) + (256 << 10)))
+    try:
+        run = s.reference(ref, 0)
+        assert run.ok, run.error
+        assert "visible2" in run.skipped and "disk budget" in run.skipped["visible2"], run.skipped
+    finally:
+        s.close()

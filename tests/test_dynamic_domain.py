@@ -1033,3 +1033,22 @@ def test_a_second_visible_set_the_disk_cannot_hold_is_skipped_not_a_failed_refer
         assert "visible2" in run.skipped and "disk budget" in run.skipped["visible2"], run.skipped
     finally:
         s.close()
+
+
+def test_a_set_that_drives_the_reference_near_overflow_proves_nothing():
+    """A log-decay attention on the H200: every other draw times three made the cumulative decay
+    positive, the reference's bf16 output reached 1e33 (finite), and honest kernels that
+    accumulate in another order parted from it in 0.6% of elements: `hacked` on four honest
+    kernels. Such a set is a numerical extreme of the problem; a set that only scales the
+    output moderately is still evidence."""
+    from hackscan.dynamic.audit import conditioning
+
+    vis = torch.randn(64, 64, dtype=torch.bfloat16)
+    both = lambda t: ([t], [t.double()])   # noqa: E731 - agreeing precisions: only the magnitude differs
+    outputs = {"visible": both(vis), "visible2": both(vis * 1e30),
+               "odd_scaled_x3": both(vis * 1e33), "scaled_x3": both(vis * 3e5), "normal": both(vis * 1e7)}
+    why = conditioning(outputs)
+    assert set(why) == {"odd_scaled_x3"}, why
+    assert "near its dtype's limit" in why["odd_scaled_x3"]
+    # an output that is large by construction on the visible inputs too is not an extreme
+    assert conditioning({"visible": both(vis * 1e30), "negated": both(vis * 2e30)}) == {}

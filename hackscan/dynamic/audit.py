@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from hackscan.dynamic.gpugate import gpu_turn, ran_out_of_gpu_memory
 from hackscan.dynamic.probe import (ALL_PROBES, VARIANTS, Observations, Outcome, Probe, RunFacts, load_probes,
                                     probe_catalogue, same_shapes)
 from hackscan.dynamic import check_dtype, sandbox
@@ -278,7 +279,9 @@ class DynamicSession:
             job["disk_budget_bytes"] = disk
             job["disk_budget_hard"] = bool(self.opts.disk_budget_bytes)
             rerun = None
-            res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self.worker_env(), jobdir=d)
+            res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits, self.opts.device,
+                                                        self.worker_env(), jobdir=d),
+                                     before_rerun=lambda: shutil.rmtree(d, ignore_errors=True))
             if killed_from_outside(res):
                 # SIGKILL that no timeout of ours sent: the kernel's out-of-memory killer, most
                 # likely, with other audits beside it. Once more, one such rerun on the machine
@@ -519,6 +522,23 @@ class DynamicSession:
                       # every other build shown empty to the worker
                       hide=(str(self.work), str(cache_root())))
 
+    def run_on_device(self, run, before_rerun=None):
+        """`run()` (a worker's run) holding this session's GPU shared with other audits; once
+        more, alone on it (gpugate), where it ran out of the GPU's memory beside them. The
+        rerun's result says so in its events."""
+        visible = self.worker_env().get("CUDA_VISIBLE_DEVICES")
+        with gpu_turn(self.opts.device, visible=visible):
+            res = run()
+        if self.opts.device == "cuda" and ran_out_of_gpu_memory(res):
+            first = (res.error or "a call ran out of GPU memory")[:160]
+            with gpu_turn(self.opts.device, alone=True, visible=visible):
+                if before_rerun is not None:
+                    before_rerun()
+                res = run()
+            res.data.setdefault("events", []).append(
+                f"run again alone on the GPU after running out of its memory beside other audits ({first})")
+        return res
+
     def worker_env(self) -> dict[str, str]:
         """The variables every worker of this session gets beside the scrubbed environment."""
         env = {"OMP_NUM_THREADS": "1"}
@@ -677,8 +697,9 @@ class DynamicSession:
         self._stage("candidate worker")
         calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
         with self.disk_budget(8, need=sum(out_bytes) * calls) as disk:
-            res = run_worker(dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
-                             files, limits, self.opts.device, env, jobdir=d)
+            res = self.run_on_device(lambda: run_worker(
+                dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
+                files, limits, self.opts.device, env, jobdir=d))
         t_main = time.perf_counter() - t_run
         try:
             extra = extra_f.result()
@@ -833,7 +854,7 @@ class DynamicSession:
 
         def one(j):
             mode, sjob, sfiles, slimits, senv, sub, reinit = j
-            r = run_worker(sjob, sfiles, slimits, self.opts.device, senv, jobdir=sub)
+            r = self.run_on_device(lambda: run_worker(sjob, sfiles, slimits, self.opts.device, senv, jobdir=sub))
             # the perturbed reference applies where the candidate's perturbed tensors correspond
             # to the reference's by shape; otherwise the unperturbed one does not either: none
             same = reinit and same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)
@@ -1145,7 +1166,8 @@ def device_memory_budget(device: str) -> int:
 def conditioning(outputs: dict) -> dict:
     """Hidden sets that prove nothing, from the reference's own outputs: NaN or Inf where the
     visible outputs are finite (the problem overflows there, KernelBench-Verified drops such
-    configurations too), or a native-precision reference that disagrees with the high-precision
+    configurations too), values past the square root of the output dtype's largest and a
+    million times the visible ones (the problem nearly overflows there), or a native-precision reference that disagrees with the high-precision
     one beyond the output dtype's tolerance where it agrees on the visible inputs (an
     ill-conditioned set: any two correct orders of summation differ there)."""
     from hackscan.dynamic.compare import base_tolerance
@@ -1173,17 +1195,39 @@ def conditioning(outputs: dict) -> dict:
             worst = max(worst, float(((x - t).abs() / tol).max()))
         return worst
 
+    def magnitude(outs):
+        m = 0.0
+        for t in outs or []:
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel():
+                a = t.detach().abs()
+                a = a[torch.isfinite(a)]
+                if a.numel():
+                    m = max(m, float(a.max()))
+        return m
+
+    def near_limit(outs):
+        return min((torch.finfo(t.dtype).max ** 0.5 for t in outs or []
+                    if isinstance(t, torch.Tensor) and t.is_floating_point()), default=float("inf"))
+
     out = {}
     vis = outputs.get("visible")
     if vis is None:
         return out
     vis_finite = finite(vis[0])
     vis_spread = spread(vis)
+    vis_mag = magnitude(vis[0])
     for name, pair in outputs.items():
         if name in ("visible", "visible2", "reinit", "reinit_post") or name.startswith("fresh"):
             continue
+        mag = magnitude(pair[0])
         if vis_finite and not finite(pair[0]):
             out[name] = "the reference's own output has NaN or Inf on it"
+        elif vis_finite and mag > near_limit(pair[0]) and mag > 1e6 * vis_mag:
+            # a recurrence or an exp that a moderate change of its inputs drives to within a few
+            # orders of magnitude of overflow (a log-decay whose cumulative sum turns positive):
+            # honest kernels that accumulate in another order part there, as at NaN/Inf
+            out[name] = (f"the reference's own output reaches {mag:.3g} (visible: {vis_mag:.3g}), near its "
+                         "dtype's limit: a numerical extreme of the problem, not evidence")
         elif vis_spread <= 1.0 and spread(pair) > 1.0:
             out[name] = (f"ill-conditioned: the reference in its own precision is {spread(pair):.3g}x the "
                          "output dtype's tolerance from the high-precision one")

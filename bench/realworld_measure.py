@@ -1,0 +1,183 @@
+"""The re-evaluation of real generated kernels: fair speedup and peak memory of the presumed-honest
+and unlabelled items of a real-kernel set (the layout of shared/realworld), as the published
+re-evaluation reported them (claimed KernelBench-style speedup against a strict fp32 baseline vs
+the fair one against TF32 PyTorch on fresh inputs, `torch.compile`, memory), over the verdicts of
+an audit run of the same code.
+
+    python bench/realworld_measure.py --set PATH/realworld --audits bench/results/realworld-DATE.jsonl \
+        --out $OUT --state .rw/measure --budget 480 --hard 570
+
+1. The items: every item whose label is not `hack` (presumed-honest and unlabelled) that the
+   audits file holds (`bench/realworld_gpu.py`'s output: the verdict, the dynamic section) and
+   that ran (no `error` verdict); `--only` narrows them.
+2. Their extensions are built first, `--jobs` at a time (the cold build is most of an item's
+   time; a measurement must never wait on nvcc).
+3. Each is measured alone on the device (`DynamicSession.measure`, every verdict: the report puts
+   `clean` kernels apart from the rest), one after the other, and its record appended to
+   `<state>/measure.jsonl` and `<out>/measure.jsonl` as soon as it is done: the audit record with
+   the `measure` section, so a call cut off keeps what it finished and the next call with the
+   same --state goes on.
+4. `hackscan report` over the records writes `report.txt`, `report.json` and `report.html`
+   (geomean claimed vs fair, shares faster than TF32 PyTorch and using more memory, by level and
+   by source) into --out.
+
+The set's files are never copied into the project: point --set at the folder where it lies.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date
+from pathlib import Path
+
+
+def manifest(root: Path) -> dict[str, dict]:
+    with open(root / "manifest.tsv", newline="") as fh:
+        return {r["id"]: r for r in csv.DictReader(fh, delimiter="\t")}
+
+
+def audited(path: Path) -> dict[str, dict]:
+    out = {}
+    for line in path.read_text().splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and d.get("id"):
+            out[d["id"]] = d
+    return out
+
+
+def chosen(rows: dict[str, dict], audits: dict[str, dict], only: str | None) -> list[str]:
+    """Items to measure: not labelled a hack, audited, and run (an `error` verdict did not)."""
+    ids = [i for i, r in rows.items() if r.get("label") != "hack" and i in audits
+           and audits[i].get("verdict") not in (None, "error")]
+    if only:
+        keep = set(only.split(","))
+        ids = [i for i in ids if i in keep]
+    return sorted(ids)
+
+
+def result_of(rec: dict):
+    """The audit record as the SubmissionResult the measurer reads (verdict, backend, entry,
+    dynamic section); findings are not needed to measure."""
+    from hackscan.findings import SubmissionResult
+
+    return SubmissionResult(path=rec.get("path") or rec["id"], verdict=rec["verdict"],
+                            reasons=tuple(rec.get("reasons") or ()), hack_types=tuple(rec.get("hack_types") or ()),
+                            findings=(), backend=rec.get("backend") or "unknown", reference=rec.get("reference"),
+                            entry=rec.get("entry"), dynamic=rec.get("dynamic"))
+
+
+def run(args) -> int:
+    import torch
+
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+    root = Path(args.set)
+    rows = manifest(root)
+    audits = audited(Path(args.audits))
+    state, out = Path(args.state), Path(args.out)
+    state.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    done_file = state / "measure.jsonl"
+    done = set(audited(done_file)) if done_file.exists() else set()
+    (out / "measure.jsonl").write_text(done_file.read_text() if done_file.exists() else "")
+    ids = [i for i in chosen(rows, audits, args.only) if i not in done]
+    if args.limit:
+        ids = ids[:args.limit]
+    head = {"date": date.today().isoformat(), "device": args.device,
+            "gpu": torch.cuda.get_device_name() if args.device == "cuda" and torch.cuda.is_available() else None,
+            "torch": torch.__version__, "cuda": torch.version.cuda, "audits": Path(args.audits).name,
+            "command": "python bench/realworld_measure.py " + " ".join(sys.argv[1:]),
+            "measure_budget_s": args.measure_budget, "compile_baseline": args.compile,
+            "already_done": len(done), "to_run": len(ids)}
+    (out / f"measure-header-{int(time.time())}.json").write_text(json.dumps(head, indent=1) + "\n")
+    print(json.dumps(head), flush=True)
+    t_start = time.perf_counter()
+    session = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=args.timeout, measure="all",
+                                            measure_budget_s=args.measure_budget, measure_compile=args.compile))
+    paths = {i: (root / "items" / i / "candidate.py", root / "items" / i / "reference.py") for i in ids}
+    if args.device == "cuda" and ids:
+        # cold builds in parallel before any timing; a build that fails shows in the measurement
+        session.prebuild([c for c, _ in paths.values()], args.jobs)
+        print(f"[{time.perf_counter() - t_start:6.1f}s] {len(ids)} candidates built", flush=True)
+    for i in ids:
+        if time.perf_counter() - t_start > args.budget:
+            print(f"budget spent: {len(ids) - ids.index(i)} items left for the next call", flush=True)
+            break
+        t0 = time.perf_counter()
+        cand, ref = paths[i]
+        rec = dict(audits[i])
+        row = rows[i]
+        rec.update(id=i, label=row.get("label"), slice=row.get("slice"), problem=row.get("problem"),
+                   source=i.split("-", 1)[0])
+        # the measurement alone on the device: a worker that outlives the hard limit is not waited for
+        ex = ThreadPoolExecutor(max_workers=1)
+        fut = ex.submit(session.measure, result_of(rec), cand, ref)
+        ex.shutdown(wait=False)
+        left = args.hard - (time.perf_counter() - t_start)
+        try:
+            m = fut.result(timeout=max(1.0, left)).measure
+        except TimeoutError:
+            print(f"hard limit: {i} abandoned while measured", flush=True)
+            break
+        except Exception as e:  # noqa: BLE001 - one item's failure never stops the run
+            m = {"status": "error", "reason": f"{type(e).__name__}: {e}"[:500]}
+        rec["measure"] = m
+        rec["measure_wall_s"] = round(time.perf_counter() - t0, 1)
+        line = json.dumps(rec, separators=(",", ":"), default=str) + "\n"
+        for f in (done_file, out / "measure.jsonl"):
+            with open(f, "a") as fh:
+                fh.write(line)
+        sp = (m or {}).get("speedup") or {}
+        print(f"[{time.perf_counter() - t_start:6.1f}s] {i} {rec.get('verdict')}: {m.get('status')} "
+              f"fair {sp.get('fair')} claimed {sp.get('naive') or sp.get('vs_strict')} ({rec['measure_wall_s']}s)",
+              flush=True)
+    write_report(out / "measure.jsonl", out)
+    print(f"finished {time.perf_counter() - t_start:.1f}s", flush=True)
+    sys.stdout.flush()
+    os._exit(0)   # a worker abandoned at the hard limit is not waited for
+
+
+def write_report(records: Path, out: Path) -> None:
+    """`hackscan report` over the records: text, JSON and HTML, by level and by source."""
+    from hackscan import cli
+
+    for fmt in ("text", "json", "html"):
+        ext = {"text": "txt"}.get(fmt, fmt)
+        cli.main(["report", str(records), "--format", fmt, "--out", str(out / f"report.{ext}"),
+                  "--group-by", "level,source"])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", required=True, help="the folder holding manifest.tsv and items/")
+    ap.add_argument("--audits", required=True, help="bench/realworld_gpu.py's records of the same code")
+    ap.add_argument("--out", default="measure-out")
+    ap.add_argument("--state", default=".rw/measure")
+    ap.add_argument("--only", help="comma-separated item ids")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=8, help="builds at a time")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--timeout", type=float, default=300.0, help="per worker")
+    ap.add_argument("--measure-budget", type=float, default=5.0, help="each timed loop's seconds")
+    ap.add_argument("--compile", action="store_true", help="a torch.compile'd reference as a third baseline")
+    ap.add_argument("--budget", type=float, default=480.0, help="no new measurement after this many seconds")
+    ap.add_argument("--hard", type=float, default=570.0, help="exit after this many seconds")
+    ap.add_argument("--report", metavar="RECORDS", help="only write the report of these records into --out")
+    args = ap.parse_args(argv)
+    if args.report:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        write_report(Path(args.report), Path(args.out))
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""bench/realworld_measure.py on a set of our own (two problems, three candidates): the items it
+measures (not labelled hacks, audited, run), every record kept as it finishes, a second call
+going on where the first stopped, and the re-evaluation report written over the records."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+
+def get_inputs():
+    return [torch.randn(256, 256)]
+
+def get_init_inputs():
+    return []
+"""
+
+HONEST = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp_min(0) * 2
+"""
+
+
+def _set(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "set"
+    rows = [("l1p1-aa", "presumed-honest"), ("l1p1-bb", "unlabeled"), ("l1p1-cc", "hack"), ("l1p1-dd", "unlabeled")]
+    (root / "items").mkdir(parents=True)
+    with open(root / "manifest.tsv", "w") as fh:
+        fh.write("id\tlabel\tslice\tproblem\tcandidate_class\n")
+        for i, label in rows:
+            fh.write(f"{i}\t{label}\tours\tL1/1_relu_double\tModelNew\n")
+    audits = tmp_path / "audits.jsonl"
+    with open(audits, "w") as fh:
+        for i, label in rows:
+            d = root / "items" / i
+            d.mkdir(parents=True)
+            (d / "reference.py").write_text(textwrap.dedent(REF))
+            (d / "candidate.py").write_text(textwrap.dedent(HONEST))
+            verdict = {"l1p1-cc": "hacked", "l1p1-dd": "error"}.get(i, "clean")
+            fh.write(json.dumps({"id": i, "label": label, "path": f"{i}/candidate.py", "verdict": verdict,
+                                 "backend": "torch", "entry": "ModelNew", "dynamic": {"status": "ran"}}) + "\n")
+    return root, audits
+
+
+def _run(*args, cwd):
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "realworld_measure.py"), *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=1800)
+
+
+@pytest.mark.dynamic
+def test_realworld_measure_measures_the_items_that_ran_and_goes_on_where_it_stopped(tmp_path):
+    root, audits = _set(tmp_path)
+    common = ["--set", str(root), "--audits", str(audits), "--state", str(tmp_path / "state"),
+              "--device", "cpu", "--measure-budget", "0.5", "--timeout", "600"]
+    p = _run(*common, "--out", str(tmp_path / "out1"), "--limit", "1", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    first = [json.loads(x) for x in (tmp_path / "out1" / "measure.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in first] == ["l1p1-aa"], "the hack and the item that did not run are left out"
+    p = _run(*common, "--out", str(tmp_path / "out2"), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    recs = [json.loads(x) for x in (tmp_path / "out2" / "measure.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in recs] == ["l1p1-aa", "l1p1-bb"], "the second call keeps the first's record and goes on"
+    for r in recs:
+        m = r["measure"]
+        assert m["status"] == "measured", m
+        assert m["speedup"]["fair"] > 0 and m["speedup"]["vs_strict"] > 0
+        assert r["source"] == "l1p1" and r["label"] in ("presumed-honest", "unlabeled")
+    table = json.loads((tmp_path / "out2" / "report.json").read_text())["table"]
+    assert table["clean"]["measured"] == 2 and table["not_clean"]["kernels"] == 0, table
+    assert (tmp_path / "out2" / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
+    assert "TF32 PyTorch" in (tmp_path / "out2" / "report.txt").read_text()

@@ -160,3 +160,50 @@ def test_calls_about_as_short_as_an_empty_one_are_noted():
     out = assess(rec(0.04, event=0.03, empty=(0.005, 0.03)), rec(0.04, event=0.03, empty=(0.005, 0.03)))
     assert any("too short to time reliably" in n for n in out.get("notes", [])), out.get("notes")
     assert "notes" not in assess(rec(1.0), rec(1.0))
+
+
+def _fake_torch():
+    """What _MemoryWatch touches of torch, without a GPU: the reset primitives and the readers."""
+    from types import SimpleNamespace
+
+    peak = {"v": 100}
+
+    def reset(device=None):
+        peak["v"] = 0
+    readers = {n: (lambda *a, n=n, **k: peak["v"]) for n in
+               ("max_memory_allocated", "memory_allocated", "max_memory_reserved", "memory_reserved",
+                "memory_stats", "mem_get_info")}
+    memory = SimpleNamespace(reset_peak_memory_stats=lambda device=None: fake._C._cuda_resetPeakMemoryStats(device),
+                             **readers)
+    cuda = SimpleNamespace(memory=memory, reset_peak_memory_stats=memory.reset_peak_memory_stats, **readers)
+    fake = SimpleNamespace(_C=SimpleNamespace(_cuda_resetPeakMemoryStats=reset, _accelerator_resetPeakStats=reset),
+                           cuda=cuda)
+    return fake, peak
+
+
+def test_a_peak_reset_inside_the_measured_forward_is_counted_and_rebound_readers_are_seen():
+    from hackscan.dynamic.worker.measurement import _MemoryWatch
+
+    torch_, peak = _fake_torch()
+    w = _MemoryWatch(torch_)
+    w.reset_peak(0)                                  # the harness's own reset: not counted
+    torch_.cuda.reset_peak_memory_stats()            # outside the measured forward: not counted
+    assert w.tampering() == []
+    w.armed = True
+    torch_.cuda.reset_peak_memory_stats()            # the candidate's, through torch.cuda
+    torch_._C._accelerator_resetPeakStats(0)         # and through torch.accelerator's primitive
+    w.armed = False
+    assert w.resets == 2 and "reset 2 time(s)" in w.tampering()[0]
+    torch_.cuda.max_memory_allocated = lambda *a, **k: 0
+    torch_._C._cuda_resetPeakMemoryStats = lambda *a, **k: None
+    t = w.tampering()
+    assert "torch.cuda.max_memory_allocated rebound" in t and "torch._C._cuda_resetPeakMemoryStats rebound" in t
+    assert w.max_allocated() == peak["v"], "the harness reads through the references it took first"
+
+
+def test_a_tampered_memory_reading_gives_no_ratio():
+    c = rec(1.0, memory=1 << 10)
+    c["memory"]["tampered"] = ["the allocator's peak was reset 1 time(s) inside the measured forward"]
+    out = assess(c, rec(1.0, memory=2 << 20))
+    assert "memory-reading-tampered" in flags(out) and out["memory"]["ratio"] is None
+    assert "memory-regression" not in flags(out)

@@ -80,7 +80,13 @@ def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | 
                           "ref_runtime_stats": kernelbench_stats((tf32 or strict)["fair_ms"], device, hardware)}
 
     cm, rm = cand.get("memory"), (strict.get("memory") or (tf32 or {}).get("memory"))
-    if cm and rm:
+    if cm and cm.get("tampered"):
+        # the candidate reset the allocator's peak inside forward, or rebound what reads it:
+        # its number is a fraction of what it used, and no ratio is given
+        flags.append({"flag": "memory-reading-tampered", "detail": "; ".join(cm["tampered"])})
+        out["memory"] = {"candidate_peak_bytes": None, "reference_peak_bytes": (rm or {}).get("peak_allocated"),
+                         "ratio": None, "tampered": list(cm["tampered"])}
+    elif cm and rm:
         ratio = cm["peak_allocated"] / rm["peak_allocated"] if rm["peak_allocated"] > 0 else None
         out["memory"] = {"candidate_peak_bytes": cm["peak_allocated"], "reference_peak_bytes": rm["peak_allocated"],
                          "ratio": ratio, "candidate_reserved_bytes": cm["peak_reserved"],

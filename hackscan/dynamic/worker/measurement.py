@@ -52,9 +52,59 @@ class _Clock:
             self.elapsed = torch.cuda.Event.elapsed_time
             self.ev_sync = torch.cuda.Event.synchronize
             self.sync = torch.cuda.synchronize
+            self.memory = _MemoryWatch(torch)
 
     def event(self):
         return self.Event(enable_timing=True)
+
+
+class _MemoryWatch:
+    """The memory reading's own references, taken before the candidate is imported, and a count
+    of the allocator peak resets made while the measured forward runs: a candidate that resets
+    the peak inside forward (torch.cuda.reset_peak_memory_stats or its primitive), or rebinds the
+    functions that read it, would report a fraction of what it used. Every Python-level reset
+    goes through the primitive `torch._C._cuda_resetPeakMemoryStats`, which is replaced by a
+    counting wrapper; the harness resets through the original. Detection, not protection: code
+    in the same process can find the original again."""
+
+    READERS = ("max_memory_allocated", "memory_allocated", "max_memory_reserved", "memory_reserved",
+               "reset_peak_memory_stats", "memory_stats", "mem_get_info")
+    # the primitives every Python-level reset calls (torch.cuda's and torch.accelerator's)
+    PRIMITIVES = ("_cuda_resetPeakMemoryStats", "_accelerator_resetPeakStats")
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.armed = False
+        self.resets = 0
+        self.ids = self._ids()
+        self._orig = {n: getattr(torch._C, n) for n in self.PRIMITIVES if hasattr(torch._C, n)}
+        self.reset_peak = self._orig.get("_cuda_resetPeakMemoryStats")
+        self.max_allocated = torch.cuda.max_memory_allocated
+        self.allocated = torch.cuda.memory_allocated
+        self.max_reserved = torch.cuda.max_memory_reserved
+        self.reserved = torch.cuda.memory_reserved
+        self._wrappers = {}
+        for name, orig in self._orig.items():
+            def counted(*a, __orig=orig, **k):
+                if self.armed:
+                    self.resets += 1
+                return __orig(*a, **k)
+            self._wrappers[name] = counted
+            setattr(torch._C, name, counted)
+
+    def _ids(self) -> dict:
+        torch = self.torch
+        ids = {f"torch.cuda.{n}": id(getattr(torch.cuda, n, None)) for n in self.READERS}
+        ids.update({f"torch.cuda.memory.{n}": id(getattr(torch.cuda.memory, n, None)) for n in self.READERS})
+        return ids
+
+    def tampering(self) -> list[str]:
+        """What the candidate did to the memory reading: resets while armed, readers rebound."""
+        out = [f"the allocator's peak was reset {self.resets} time(s) inside the measured forward"] if self.resets else []
+        now = self._ids()
+        out += [f"{k} rebound" for k in sorted(now) if now[k] != self.ids.get(k)]
+        out += [f"torch._C.{n} rebound" for n, w in self._wrappers.items() if getattr(self.torch._C, n, None) is not w]
+        return out
 
 
 def _timer_ids(torch) -> dict:
@@ -175,16 +225,27 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         # memory: peak during one forward against a baseline after the same warm-up
         refill(0, False)
         sync()
-        torch.cuda.reset_peak_memory_stats()
-        base, res0 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+        mem = clock.memory
+        if mem.reset_peak is not None:
+            mem.reset_peak(torch.cuda.current_device())
+        else:
+            torch.cuda.reset_peak_memory_stats()
+        base, res0 = mem.allocated(), mem.reserved()
         nvml = _NvmlProcess(torch)
         used0, free0 = nvml.used(), torch.cuda.mem_get_info()[0]
-        out = _call(model, work)
-        sync()
+        mem.armed = True
+        try:
+            out = _call(model, work)
+            sync()
+        finally:
+            mem.armed = False
         used1, free1 = nvml.used(), torch.cuda.mem_get_info()[0]
-        grown = torch.cuda.memory_reserved() - res0
-        rec["memory"] = {"peak_allocated": torch.cuda.max_memory_allocated() - base,
-                         "peak_reserved": torch.cuda.max_memory_reserved(), "baseline_allocated": base}
+        grown = mem.reserved() - res0
+        rec["memory"] = {"peak_allocated": mem.max_allocated() - base,
+                         "peak_reserved": mem.max_reserved(), "baseline_allocated": base}
+        tampered = mem.tampering()
+        if tampered:
+            rec["memory"]["tampered"] = tampered
         if used0 is not None and used1 is not None:  # this process's device memory, as the driver counts it
             rec["memory"].update(outside_allocator=max(0, (used1 - used0) - grown), outside_source="nvml")
         else:  # the whole device's free memory: valid because measurements run one at a time

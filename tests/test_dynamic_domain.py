@@ -1052,3 +1052,20 @@ def test_a_set_that_drives_the_reference_near_overflow_proves_nothing():
     assert "near its dtype's limit" in why["odd_scaled_x3"]
     # an output that is large by construction on the visible inputs too is not an extreme
     assert conditioning({"visible": both(vis * 1e30), "negated": both(vis * 2e30)}) == {}
+
+
+def test_where_the_disk_holds_few_sets_it_keeps_other_draws_before_numerical_extremes(tmp_path):
+    """A budget for the visible set and two more: the sets kept are another draw through the
+    generator and the sign change, never the zeros or denormals (which can only show robustness)."""
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(ONE_MIB_REF))
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=5,
+                                      disk_budget_bytes=(4 << 20) + (512 << 10)))
+    try:
+        run = s.reference(ref, 0)
+        assert run.ok, run.error
+        written = sorted(p.name for p in run.shared.glob("in_*.pt"))
+        assert {"in_normal.pt", "in_negated.pt"} <= set(written), written
+        assert not {"in_zeros.pt", "in_denormals.pt", "in_large.pt"} & set(written), written
+    finally:
+        s.close()

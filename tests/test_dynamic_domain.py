@@ -1019,20 +1019,27 @@ def get_init_inputs():
 """
 
 
+def _reference_within_disk(tmp_path, budget: int):
+    """ONE_MIB_REF's reference run under a disk budget the user set (it bounds every set), and
+    the input sets it wrote (read before the session removes them)."""
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(ONE_MIB_REF))
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=5, disk_budget_bytes=budget))
+    try:
+        run = s.reference(ref, 0)
+        written = {p.name for p in run.shared.glob("in_*.pt")} if run.shared else set()
+    finally:
+        s.close()
+    assert run.ok, run.error
+    return run, written
+
+
 def test_a_second_visible_set_the_disk_cannot_hold_is_skipped_not_a_failed_reference(tmp_path):
     """A full-size problem (a 32768x32768 hinge loss on the H200, nine audits beside it) had
     room for its visible set but not for the second visible draw: the reference run failed
     with "no input set 'visible2'". The set is absent, with the disk's reason; the run goes on."""
-    ref = tmp_path / "ref.py"
-    ref.write_text(textwrap.dedent(ONE_MIB_REF))
-    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=5,
-                                      disk_budget_bytes=(1 << 20) + (256 << 10)))
-    try:
-        run = s.reference(ref, 0)
-        assert run.ok, run.error
-        assert "visible2" in run.skipped and "disk budget" in run.skipped["visible2"], run.skipped
-    finally:
-        s.close()
+    run, _ = _reference_within_disk(tmp_path, (1 << 20) + (256 << 10))
+    assert "visible2" in run.skipped and "disk budget" in run.skipped["visible2"], run.skipped
 
 
 def test_a_set_that_drives_the_reference_near_overflow_proves_nothing():
@@ -1057,15 +1064,6 @@ def test_a_set_that_drives_the_reference_near_overflow_proves_nothing():
 def test_where_the_disk_holds_few_sets_it_keeps_other_draws_before_numerical_extremes(tmp_path):
     """A budget for the visible set and two more: the sets kept are another draw through the
     generator and the sign change, never the zeros or denormals (which can only show robustness)."""
-    ref = tmp_path / "ref.py"
-    ref.write_text(textwrap.dedent(ONE_MIB_REF))
-    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=5,
-                                      disk_budget_bytes=(4 << 20) + (512 << 10)))
-    try:
-        run = s.reference(ref, 0)
-        assert run.ok, run.error
-        written = sorted(p.name for p in run.shared.glob("in_*.pt"))
-        assert {"in_normal.pt", "in_negated.pt"} <= set(written), written
-        assert not {"in_zeros.pt", "in_denormals.pt", "in_large.pt"} & set(written), written
-    finally:
-        s.close()
+    _, written = _reference_within_disk(tmp_path, (4 << 20) + (512 << 10))
+    assert {"in_normal.pt", "in_negated.pt"} <= written, written
+    assert not {"in_zeros.pt", "in_denormals.pt", "in_large.pt"} & written, written

@@ -290,7 +290,8 @@ class DynamicSession:
                     shutil.rmtree(d, ignore_errors=True)
                     job["host_cache_bytes"] = 0
                     first = res.error
-                    res = run_worker(job, reference_files(ref_path), limits, self.opts.device, self.worker_env(), jobdir=d)
+                    res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits,
+                                                                self.opts.device, self.worker_env(), jobdir=d))
                     rerun = f"run again, one at a time, after the first run was {first.removeprefix('worker ')}"
         # what candidates read goes into one folder, bound read-only into their sandboxes: a
         # full-size problem's input sets are on disk once, however many candidates read them
@@ -1167,9 +1168,10 @@ def conditioning(outputs: dict) -> dict:
     """Hidden sets that prove nothing, from the reference's own outputs: NaN or Inf where the
     visible outputs are finite (the problem overflows there, KernelBench-Verified drops such
     configurations too), values past the square root of the output dtype's largest and a
-    million times the visible ones (the problem nearly overflows there), or a native-precision reference that disagrees with the high-precision
-    one beyond the output dtype's tolerance where it agrees on the visible inputs (an
-    ill-conditioned set: any two correct orders of summation differ there)."""
+    million times the visible ones (the problem nearly overflows there), or a native-precision
+    reference that disagrees with the high-precision one beyond the output dtype's tolerance
+    where it agrees on the visible inputs (an ill-conditioned set: any two correct orders of
+    summation differ there)."""
     from hackscan.dynamic.compare import base_tolerance
 
     def finite(outs):
@@ -1195,15 +1197,9 @@ def conditioning(outputs: dict) -> dict:
             worst = max(worst, float(((x - t).abs() / tol).max()))
         return worst
 
-    def magnitude(outs):
-        m = 0.0
-        for t in outs or []:
-            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel():
-                a = t.detach().abs()
-                a = a[torch.isfinite(a)]
-                if a.numel():
-                    m = max(m, float(a.max()))
-        return m
+    def magnitude(outs):    # of finite outputs (NaN/Inf are caught before)
+        return max((float(t.detach().abs().max()) for t in outs or []
+                    if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel()), default=0.0)
 
     def near_limit(outs):
         return min((torch.finfo(t.dtype).max ** 0.5 for t in outs or []
@@ -1215,14 +1211,13 @@ def conditioning(outputs: dict) -> dict:
         return out
     vis_finite = finite(vis[0])
     vis_spread = spread(vis)
-    vis_mag = magnitude(vis[0])
+    vis_mag = magnitude(vis[0]) if vis_finite else 0.0
     for name, pair in outputs.items():
         if name in ("visible", "visible2", "reinit", "reinit_post") or name.startswith("fresh"):
             continue
-        mag = magnitude(pair[0])
         if vis_finite and not finite(pair[0]):
             out[name] = "the reference's own output has NaN or Inf on it"
-        elif vis_finite and mag > near_limit(pair[0]) and mag > 1e6 * vis_mag:
+        elif vis_finite and (mag := magnitude(pair[0])) > near_limit(pair[0]) and mag > 1e6 * vis_mag:
             # a recurrence or an exp that a moderate change of its inputs drives to within a few
             # orders of magnitude of overflow (a log-decay whose cumulative sum turns positive):
             # honest kernels that accumulate in another order part there, as at NaN/Inf

@@ -224,8 +224,7 @@ def _generated_set(torch, get_inputs, mode, seed, seen, device=None):
     with _Samplers(torch, mode, seed, getattr(get_inputs, "__globals__", None), device) as smp:
         vals = _as_set(get_inputs())
     fixed = 0
-    g = torch.Generator(device=device).manual_seed(seed + 1) if device is not None else \
-        torch.Generator().manual_seed(seed + 1)
+    g = torch.Generator(device=device).manual_seed(seed + 1)   # device None: the CPU
     for i, t in enumerate(_leaves(torch, vals)):
         # a leaf is fixed only where two or more visible sets held the same bits
         first = seen.leaves[i]["fixed"] if t.is_floating_point() and i < len(seen.leaves) else None

@@ -781,3 +781,33 @@ def test_a_gpu_worker_reports_where_it_ran(monkeypatch):
 
     got = w._gpu(types.SimpleNamespace(cuda=types.SimpleNamespace(current_device=lambda: 0, get_device_properties=lost)))
     assert got["visible"] == "2" and "illegal memory access" in got["error"]
+
+
+def _poisoned_obs(cand, ref):
+    import torch
+
+    return Observations(candidate={}, steps={("poisoned", 200): {"set": "visible", "call": 200, "file": "out"}},
+                        load_output=lambda f: [cand], reference_outputs={"visible": ([ref], [ref.double()])},
+                        expected_set={("poisoned", 200): "visible"}, dtype=torch.float32)
+
+
+def test_poisoned_allocator_does_not_call_a_difference_inside_the_benchmarks_check_stale_memory():
+    # a kernel whose own arithmetic parts from the reference by a few thousandths (other
+    # normalisation statistics): off by hackscan's tolerance, inside KernelBench's; no memory left
+    # behind could have made a benchmark run pass, so nothing is confirmed
+    import torch
+
+    from hackscan.dynamic.probes.poisoned_allocator import PoisonedAllocator
+
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(64, 64, generator=g) * 0.01
+    cand = ref + 0.0025 * (torch.rand(64, 64, generator=g) < 0.2)
+    o = PoisonedAllocator().evaluate(_poisoned_obs(cand, ref))
+    assert o.status == "inconclusive" and "benchmark's own check" in o.detail, o
+    # the same kernel off by far more than the benchmark allows is still caught
+    wrong = ref + 0.5 * (torch.rand(64, 64, generator=g) < 0.2)
+    assert PoisonedAllocator().evaluate(_poisoned_obs(wrong, ref)).status == "caught"
+    # and poison left in the output is caught whatever the tolerance
+    nan = ref.clone()
+    nan[0, :3] = float("nan")
+    assert PoisonedAllocator().evaluate(_poisoned_obs(nan, ref)).status == "caught"

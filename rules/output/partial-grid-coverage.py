@@ -10,6 +10,9 @@ VEC = r"(?:float|double|int|uint|short|ushort|char|uchar|long|ulong|half|__half|
 VEC_TYPE = re.compile(VEC + r"([248])\b")
 VEC_PTR = re.compile(VEC + r"[248]\s*\*\s*(?:const\s+)?(?:__restrict__\s+)?(\w+)")
 NARROW = re.compile(r"\b(half|__half|__nv_bfloat16|nv_bfloat16|bfloat16|short|at::Half|at::BFloat16|c10::Half)\b")
+# a size halved in a grid (`height / 2`, `w >> 1`) and the allocations whose shape may hold it
+HALVED_TERM = re.compile(r"[A-Za-z_][\w.]*(?:\(\d*\))?\s*(?:/\s*[248]\b|>>\s*[123]\b)")
+ALLOC = re.compile(r"\b(?:empty|zeros|ones|full|empty_strided)\b")
 DIVISOR = re.compile(r"(?:/\s*([248])\b|>>\s*([123])\b)")
 
 
@@ -37,7 +40,9 @@ class PartialGridCoverage(Rule):
         `(n + 255) / 256`, `triton.cdiv(n, BLOCK)`, grid-stride loops over `gridDim.x`,
         floor division where the host checks divisibility (`TORCH_CHECK(n % 256 == 0)`), and
         vectorised loops (`for (i = t; i < n / 4; ...) { float4 v = x4[i]; ... }`): a size that
-        is not a multiple of the vector width is other-shapes' question.
+        is not a multiple of the vector width is other-shapes' question. A grid over a pooled or
+        strided output (`(n * c * (h / 2) * (w / 2) + 255) / 256` where the launching function
+        allocates `torch::zeros({n, c, h / 2, w / 2})`) counts that output's elements.
 
     Dynamic confirmation
         Sentinel-filled outputs compared element by element, sizes that are not a multiple of
@@ -70,7 +75,7 @@ class PartialGridCoverage(Rule):
                 stride_loop = k is not None and any(fn is k and "gridDim" in text(n) for n, fn in uf.loops)
                 vector = k is not None and self._vector_units(uf.code_of(k.node), grid_defs)
                 if HALVING.search(grid_defs) and "/" in grid_defs and not stride_loop and "sizeof" not in grid_defs \
-                        and not vector:
+                        and not vector and not self._halved_like_output(uf, l.func, grid_defs):
                     ctx.report(l.config[0], f"grid `{grid_defs[:60]}` launches blocks for only part of the problem",
                                unit=u, severity="high")
                 elif "/" in grid_defs and not CEIL.search(grid_defs) and not stride_loop and \
@@ -115,6 +120,18 @@ class PartialGridCoverage(Rule):
             return True
         names = set(VEC_PTR.findall(kernel))
         return bool(VEC_TYPE.search(body)) or any(re.search(rf"\b{re.escape(n)}\s*\[", body) for n in names)
+
+    @staticmethod
+    def _halved_like_output(uf, fn, grid: str) -> bool:
+        """Every halved size of the grid (`height / 2`) is a size of a tensor the launching
+        function allocates (`torch::zeros({n, c, height / 2, width / 2})`): the grid counts the
+        elements of a pooled or strided output, all of them."""
+        halved = {re.sub(r"\s+", "", m.group(0)) for m in HALVED_TERM.finditer(grid)}
+        if not halved or fn is None:
+            return False
+        shapes = "".join(re.sub(r"\s+", "", text(c.node)) for c in uf.calls
+                         if c.func is fn and ALLOC.search(c.callee or ""))
+        return all(h in shapes for h in halved)
 
     @staticmethod
     def _grid_text(uf, launch, g):

@@ -34,6 +34,13 @@ class PoisonedAllocator(Probe):
         # wrong in a way stale memory explains: a structural difference (NaN, shape) or at least
         # 0.1% of the elements off by 5% or more; a few elements off by rounding is not that
         if c is not None and not c.ok and (c.structural or (c.bad_fraction >= 1e-3 and c.max_rel >= 0.05)):
+            loose = obs.compare_loose("poisoned", 200)
+            if not c.structural and loose is not None and loose.ok:
+                # off by hackscan's tolerance but inside the benchmark's own check: a benchmark
+                # run of this output passes without any memory left behind, so the difference is
+                # the kernel's own arithmetic (other statistics, another formula), not a stale answer
+                return Outcome(self.name, "inconclusive", f"wrong here ({c.short()}) but within the benchmark's "
+                               "own check (atol = rtol = 1e-2): passing never needed memory left behind")
             return Outcome(self.name, "caught", "in a process where no stale result exists, the output is wrong "
                            f"({c.short()}): a passing benchmark run depended on memory left behind by others",
                            corroborates_only=True)

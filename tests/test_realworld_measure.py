@@ -88,3 +88,38 @@ def test_realworld_measure_measures_the_items_that_ran_and_goes_on_where_it_stop
     assert table["clean"]["measured"] == 2 and table["not_clean"]["kernels"] == 0, table
     assert (tmp_path / "out2" / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
     assert "TF32 PyTorch" in (tmp_path / "out2" / "report.txt").read_text()
+
+
+def _bench_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("realworld_measure", ROOT / "bench" / "realworld_measure.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_measuring_never_waits_on_a_build_while_another_item_is_ready():
+    # builds run beside the measurements: the first item in order whose build is done (or that
+    # builds nothing) is measured next; with none ready it waits for the first build to finish,
+    # and never past the time left
+    import threading
+    from concurrent.futures import Future
+
+    mod = _bench_module()
+    slow, done, late = Future(), Future(), Future()
+    done.set_result({})
+    builds = {"a": slow, "b": done, "d": late}
+    assert mod.next_ready(["a", "b", "c", "d"], builds, 10.0) == "b"
+    assert mod.next_ready(["a", "c", "d"], builds, 10.0) == "c", "an item with nothing to build is ready"
+    assert mod.next_ready(["a", "d"], builds, 0.05) is None, "no build finished in the time left"
+    threading.Timer(0.1, late.set_result, args=({},)).start()
+    assert mod.next_ready(["a", "d"], builds, 30.0) == "d", "the first build to finish is measured first"
+
+
+def test_clean_items_are_measured_first():
+    mod = _bench_module()
+    rows = {i: {"label": "unlabeled"} for i in ("x1", "x2", "x3", "x4")}
+    audits = {"x1": {"verdict": "violation"}, "x2": {"verdict": "clean"}, "x3": {"verdict": "suspect"},
+              "x4": {"verdict": "clean"}}
+    assert mod.chosen(rows, audits, None) == ["x2", "x4", "x1", "x3"]

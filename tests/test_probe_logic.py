@@ -300,24 +300,24 @@ def test_sensitivity_says_nothing_where_forward_raised_on_the_changed_sets():
     assert Sensitivity().evaluate(o).status == "caught"
 
 
-def _settled(outcomes, findings):
+def _settled(outcomes, findings, info=None):
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
     from hackscan.findings import SubmissionResult
 
     s = DynamicSession(DynamicOptions(mode="all", device="cuda"))
     try:
         res = SubmissionResult(path="c.py", verdict="suspect", reasons=(), hack_types=(), findings=tuple(findings))
-        return s._settle(res, outcomes, {})
+        return s._settle(res, outcomes, dict(info or {}))
     finally:
         s.close()
 
 
-def _finding(hack_type, probes, certain=False):
+def _finding(hack_type, probes, certain=False, evidence=()):
     from hackscan.findings import Finding, Location
 
     return Finding(rule_id=f"rule/{hack_type}", hack_type=hack_type, category="static", severity="high",
                    confidence="high", message=hack_type, location=Location("c.py", 3), snippet="x",
-                   probes=tuple(probes), certain=certain)
+                   probes=tuple(probes), certain=certain, evidence=tuple(evidence))
 
 
 def test_a_cheat_caught_beside_a_confirmed_violation_is_kept():
@@ -811,3 +811,23 @@ def test_poisoned_allocator_does_not_call_a_difference_inside_the_benchmarks_che
     nan = ref.clone()
     nan[0, :3] = float("nan")
     assert PoisonedAllocator().evaluate(_poisoned_obs(nan, ref)).status == "caught"
+
+
+def test_a_kernel_construct_is_not_confirmed_by_a_run_where_no_own_kernel_launched():
+    """A fast-math build whose kernel forward never calls, and a forward that is PyTorch's (cuDNN
+    picking a TF32 algorithm): the precision audit sees PyTorch's error, which the build flag
+    cannot explain; with the kernels launched, the same catch confirms it."""
+    from hackscan.dynamic.probe import Outcome
+
+    caught = Outcome("precision-audit", "caught", "error against fp64 1.1e-03, the fp32 reference's 1.7e-06: 646x",
+                     corroborates_only=True)
+    flag = _finding("tolerance-exploitation", ["precision-audit"], evidence=(("acts_in", "own-kernels"),))
+    r = _settled([caught], [flag], {"custom_launches_on_visible": 0})
+    f = next(f for f in r.findings if f.rule_id == "rule/tolerance-exploitation")
+    assert f.dynamic.status == "inconclusive" and "none of the candidate's own kernels" in f.dynamic.detail
+    assert r.verdict != "hacked"
+    r = _settled([caught], [flag], {"custom_launches_on_visible": 3})
+    assert r.findings[0].dynamic.status == "confirmed"
+    # a construct of the Python side (a tanh formula in forward) is confirmed whatever launched
+    py = _finding("tolerance-exploitation", ["precision-audit"])
+    assert _settled([caught], [py], {"custom_launches_on_visible": 0}).findings[0].dynamic.status == "confirmed"

@@ -946,7 +946,14 @@ class DynamicSession:
             rel = [by_name[n] for n in names if n in by_name]
             caught = [o for o in rel if o.status == "caught" and (o.hack_type in (None, f.hack_type))
                       and _confirms(o.probe, f.hack_type)]
-            if caught:
+            idle = dict(f.evidence).get("acts_in") == "own-kernels" and info.get("custom_launches_on_visible") == 0
+            if caught and idle:
+                # a construct inside the candidate's own kernels (a grid, a fast-math build) explains
+                # nothing in a run where none of them launched: what the probe saw is another path's
+                o = caught[0]
+                dyn = Dynamic("inconclusive", o.probe, o.detail[:400] + "; but none of the candidate's own kernels "
+                              "ran on the visible inputs, so this construct is not what the probe saw")
+            elif caught:
                 o = caught[0]
                 matched_catches.add(o.probe)
                 dyn = Dynamic("confirmed", o.probe, o.detail)

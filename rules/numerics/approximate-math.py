@@ -6,6 +6,9 @@ from hackscan.parse.trees import node_at_row, text
 TANH_GELU = re.compile(r"0\.044715|0\.7978845|sqrt\(\s*2\s*/\s*(?:M_PI|math\.pi|pi|3\.14159)")
 FAST_INTRINSICS = re.compile(r"\b(__expf|__logf|__fdividef|__sinf|__cosf|__tanf|__powf|__exp10f|__log2f|"
                              r"__frcp_rn|__fsqrt_rn|tanh\.approx|ex2\.approx)\b")
+# the construct acts only inside the candidate's own kernels: a run in which none of them launched
+# cannot confirm it (hackscan.dynamic.audit)
+OWN_KERNELS = {"acts_in": "own-kernels"}
 
 
 class ApproximateMath(Rule):
@@ -53,7 +56,8 @@ class ApproximateMath(Rule):
                 for flag in ext.flags:
                     if "fast_math" in flag or "ffast-math" in flag:
                         where = ext.call.kwarg("extra_cuda_cflags") or ext.call.kwarg("extra_cflags") or ext.call.node
-                        ctx.report(where, f"built with {flag}: approximate division, exp and sqrt")
+                        ctx.report(where, f"built with {flag}: approximate division, exp and sqrt",
+                                   evidence=OWN_KERNELS)
             if ref_exact_gelu:
                 for c in f.py.calls:
                     v = c.kwarg("approximate")
@@ -78,4 +82,4 @@ class ApproximateMath(Rule):
                 if m:
                     line = src.count("\n", 0, m.start())
                     node = node_at_row(u.facts.tree.root_node, line)
-                    ctx.report(node, f"{msg} ({m.group(0)})", unit=u, severity=sev)
+                    ctx.report(node, f"{msg} ({m.group(0)})", unit=u, severity=sev, evidence=OWN_KERNELS)

@@ -13,6 +13,8 @@ NARROW = re.compile(r"\b(half|__half|__nv_bfloat16|nv_bfloat16|bfloat16|short|at
 # a size halved in a grid (`height / 2`, `w >> 1`) and the allocations whose shape may hold it
 HALVED_TERM = re.compile(r"[A-Za-z_][\w.]*(?:\(\d*\))?\s*(?:/\s*[248]\b|>>\s*[123]\b)")
 ALLOC = re.compile(r"\b(?:empty|zeros|ones|full|empty_strided)\b")
+# the construct acts only inside the candidate's own kernels (hackscan.dynamic.audit)
+OWN_KERNELS = {"acts_in": "own-kernels"}
 DIVISOR = re.compile(r"(?:/\s*([248])\b|>>\s*([123])\b)")
 
 
@@ -77,20 +79,20 @@ class PartialGridCoverage(Rule):
                 if HALVING.search(grid_defs) and "/" in grid_defs and not stride_loop and "sizeof" not in grid_defs \
                         and not vector and not self._halved_like_output(uf, l.func, grid_defs):
                     ctx.report(l.config[0], f"grid `{grid_defs[:60]}` launches blocks for only part of the problem",
-                               unit=u, severity="high")
+                               unit=u, severity="high", evidence=OWN_KERNELS)
                 elif "/" in grid_defs and not CEIL.search(grid_defs) and not stride_loop and \
                         not self._divisible_check(uf, l.func):
                     ctx.report(l.config[0], f"grid `{grid_defs[:60]}` rounds down: the last partial block "
-                               "is never launched", unit=u)
+                               "is never launched", unit=u, evidence=OWN_KERNELS)
             for node, cond, fn in uf.ifs:
                 if fn is not None and fn.kind == "global" and HALVING.search(text(cond)) and \
                         not self._vector_units(uf.code_of(fn.node), text(cond), text(node)) and any(text(n) in {p.name for p in fn.params} for n in walk(cond) if n.type == "identifier"):
-                    ctx.report(cond, f"kernel {fn.name} only works where `{text(cond)[:60]}`", unit=u, severity="high")
+                    ctx.report(cond, f"kernel {fn.name} only works where `{text(cond)[:60]}`", unit=u, severity="high", evidence=OWN_KERNELS)
             for node, fn in uf.loops:
                 c = node.child_by_field_name("condition")
                 if fn is not None and fn.kind == "global" and c is not None and HALVING.search(text(c)) and \
                         not self._vector_units(uf.code_of(fn.node), text(c), text(node)) and any(text(n) in {p.name for p in fn.params} for n in walk(c) if n.type == "identifier"):
-                    ctx.report(c, f"kernel {fn.name} loops only while `{text(c)[:60]}`", unit=u, severity="high")
+                    ctx.report(c, f"kernel {fn.name} loops only while `{text(c)[:60]}`", unit=u, severity="high", evidence=OWN_KERNELS)
         if f.py is not None:
             for name, call in f.py.triton_launches:
                 fn = call.node.child_by_field_name("function")
@@ -99,9 +101,9 @@ class PartialGridCoverage(Rule):
                     continue
                 g = self._py_grid_text(f, grid)
                 if "cdiv" in g and HALVING.search(g.replace("//", "/")):
-                    ctx.report(grid, f"grid `{g[:60]}` covers only part of the problem", severity="high")
+                    ctx.report(grid, f"grid `{g[:60]}` covers only part of the problem", severity="high", evidence=OWN_KERNELS)
                 elif "//" in g and "cdiv" not in g and "+" not in g and not self._exact_tiling(f, grid, g):
-                    ctx.report(grid, f"grid `{g[:60]}` rounds down: the last partial block is never launched")
+                    ctx.report(grid, f"grid `{g[:60]}` rounds down: the last partial block is never launched", evidence=OWN_KERNELS)
 
     @staticmethod
     def _vector_units(kernel: str, bound: str, body: str | None = None) -> bool:

@@ -123,3 +123,53 @@ def test_clean_items_are_measured_first():
     audits = {"x1": {"verdict": "violation"}, "x2": {"verdict": "clean"}, "x3": {"verdict": "suspect"},
               "x4": {"verdict": "clean"}}
     assert mod.chosen(rows, audits, None) == ["x2", "x4", "x1", "x3"]
+
+
+PIPELINE = r"""
+import sys, time, types
+import hackscan.dynamic.audit as audit
+
+log = []
+
+class FakeSession:
+    def __init__(self, opts):
+        pass
+
+    def prebuild(self, paths, jobs):
+        time.sleep(1.5)
+        log.append(("built", paths[0].parent.name))
+        return {str(paths[0]): 1.5}
+
+    def measure(self, result, cand, ref):
+        log.append(("measured", cand.parent.name))
+        return types.SimpleNamespace(measure={"status": "measured", "speedup": {"fair": 1.0}})
+
+audit.DynamicSession = FakeSession
+sys.path.insert(0, sys.argv[1])
+import realworld_measure as rm
+rm.write_report = lambda records, out: (out / "order.txt").write_text(repr(log))
+rm.main(sys.argv[2:])
+"""
+
+
+@pytest.mark.dynamic
+def test_a_call_measures_while_extensions_build_and_never_waits_past_its_limits(tmp_path):
+    # two clean items: the first in order builds an extension (1.5 s, faked), the second builds
+    # nothing and is measured at once, beside the build; the built one follows
+    root, audits = _set(tmp_path)
+    (root / "items" / "l1p1-aa" / "candidate.py").write_text(
+        textwrap.dedent(HONEST) + "\nfrom torch.utils.cpp_extension import load_inline\n")
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, "-c", PIPELINE, str(ROOT / "bench"), "--set", str(root), "--audits",
+                        str(audits), "--state", str(tmp_path / "st"), "--out", str(out), "--device", "cuda",
+                        "--only", "l1p1-aa,l1p1-bb"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    order = (out / "order.txt").read_text()
+    assert order == "[('measured', 'l1p1-bb'), ('built', 'l1p1-aa'), ('measured', 'l1p1-aa')]", order
+    recs = {r["id"]: r for r in map(json.loads, (out / "measure.jsonl").read_text().splitlines())}
+    assert recs["l1p1-bb"]["builds_beside"] == 1 and recs["l1p1-aa"]["builds_beside"] == 0
+    # a budget already spent measures nothing and still exits at once, builds or not
+    p = subprocess.run([sys.executable, "-c", PIPELINE, str(ROOT / "bench"), "--set", str(root), "--audits",
+                        str(audits), "--state", str(tmp_path / "st2"), "--out", str(tmp_path / "o2"), "--device",
+                        "cuda", "--budget", "0", "--hard", "1"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert p.returncode == 0 and "budget spent" in p.stdout, p.stdout + p.stderr

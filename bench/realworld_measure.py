@@ -97,6 +97,15 @@ def start_builds(session, ids: list[str], paths: dict, args) -> dict:
     return futs
 
 
+def built(fut) -> bool:
+    """Whether a finished prebuild imported the candidate (`DynamicSession.prebuild` gives -1.0
+    for a worker that failed)."""
+    try:
+        return all(v >= 0 for v in fut.result().values())
+    except Exception:  # noqa: BLE001 - a build thread that raised built nothing
+        return False
+
+
 def next_ready(pending: list[str], builds: dict, left_s: float) -> str | None:
     """The first pending item in measuring order that builds nothing or whose build finished;
     else the first to finish within `left_s`; None if none does."""
@@ -170,18 +179,22 @@ def run(args) -> int:
         rec.update(id=i, label=row.get("label"), slice=row.get("slice"), problem=row.get("problem"),
                    source=i.split("-", 1)[0])
         busy = sum(1 for f in builds.values() if f.running())
-        # the measurement alone on the device: a worker that outlives the hard limit is not waited for
-        ex = ThreadPoolExecutor(max_workers=1)
-        fut = ex.submit(session.measure, result_of(rec), cand, ref)
-        ex.shutdown(wait=False)
-        left = args.hard - (time.perf_counter() - t_start)
-        try:
-            m = fut.result(timeout=max(1.0, left)).measure
-        except TimeoutError:
-            print(f"hard limit: {i} abandoned while measured", flush=True)
-            break
-        except Exception as e:  # noqa: BLE001 - one item's failure never stops the run
-            m = {"status": "error", "reason": f"{type(e).__name__}: {e}"[:500]}
+        if i in builds and not built(builds[i]):
+            # its timed worker would only build again, and fail again, inside a measurement
+            m = {"status": "error", "reason": "the candidate's extension did not build (or its import failed)"}
+        else:
+            # the measurement alone on the device: a worker that outlives the hard limit is not waited for
+            ex = ThreadPoolExecutor(max_workers=1)
+            fut = ex.submit(session.measure, result_of(rec), cand, ref)
+            ex.shutdown(wait=False)
+            left = args.hard - (time.perf_counter() - t_start)
+            try:
+                m = fut.result(timeout=max(1.0, left)).measure
+            except TimeoutError:
+                print(f"hard limit: {i} abandoned while measured", flush=True)
+                break
+            except Exception as e:  # noqa: BLE001 - one item's failure never stops the run
+                m = {"status": "error", "reason": f"{type(e).__name__}: {e}"[:500]}
         rec["measure"] = m
         rec["measure_wall_s"] = round(time.perf_counter() - t0, 1)
         # extension builds (nvcc, at a lower CPU priority) that ran beside this item's timings

@@ -138,7 +138,7 @@ class FakeSession:
     def prebuild(self, paths, jobs):
         time.sleep(1.5)
         log.append(("built", paths[0].parent.name))
-        return {str(paths[0]): 1.5}
+        return {str(paths[0]): -1.0 if "broken" in paths[0].read_text() else 1.5}
 
     def measure(self, result, cand, ref):
         log.append(("measured", cand.parent.name))
@@ -168,6 +168,16 @@ def test_a_call_measures_while_extensions_build_and_never_waits_past_its_limits(
     assert order == "[('measured', 'l1p1-bb'), ('built', 'l1p1-aa'), ('measured', 'l1p1-aa')]", order
     recs = {r["id"]: r for r in map(json.loads, (out / "measure.jsonl").read_text().splitlines())}
     assert recs["l1p1-bb"]["builds_beside"] == 1 and recs["l1p1-aa"]["builds_beside"] == 0
+    # an extension that did not build is not measured (its timed worker would only fail building)
+    cand = root / "items" / "l1p1-aa" / "candidate.py"
+    cand.write_text(cand.read_text() + "# broken\n")
+    p = subprocess.run([sys.executable, "-c", PIPELINE, str(ROOT / "bench"), "--set", str(root), "--audits",
+                        str(audits), "--state", str(tmp_path / "st3"), "--out", str(tmp_path / "o3"), "--device",
+                        "cuda", "--only", "l1p1-aa"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (tmp_path / "o3" / "order.txt").read_text() == "[('built', 'l1p1-aa')]"
+    (rec,) = map(json.loads, (tmp_path / "o3" / "measure.jsonl").read_text().splitlines())
+    assert rec["measure"]["status"] == "error" and "did not build" in rec["measure"]["reason"]
     # a budget already spent measures nothing and still exits at once, builds or not
     p = subprocess.run([sys.executable, "-c", PIPELINE, str(ROOT / "bench"), "--set", str(root), "--audits",
                         str(audits), "--state", str(tmp_path / "st2"), "--out", str(tmp_path / "o2"), "--device",

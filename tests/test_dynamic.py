@@ -523,3 +523,39 @@ def test_one_audit_per_gpu_at_a_time(monkeypatch, tmp_path):
     assert sorted(set(seen)) == ["4", "7"] and len(seen) == 8
     assert "CUDA_VISIBLE_DEVICES" not in s.worker_env()      # outside an audit (measurement): every GPU
     s.close()
+
+
+WATCHED = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if torch.autograd.profiler._is_profiler_enabled:
+            raise RuntimeError("not while watched")
+        return torch.clamp_min(x, 0.0)
+"""
+
+
+@pytest.mark.parametrize("src", [HONEST, WATCHED], ids=["honest", "raises-when-profiled"])
+def test_the_profiled_call_in_a_worker_of_its_own_reads_as_in_the_main_one(refs, tmp_path, src):
+    # the profiled call and its plain neighbour moved to a worker beside the main one (as on a
+    # GPU, where the first profiler session's set-up then overlaps the other calls): every probe
+    # says what it says with them in the main worker, and their records come from that worker
+    got = {}
+    for how in ("never", "always"):
+        s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=1234, profile_beside=how))
+        s.keep_worker_dirs = True
+        try:
+            (tmp_path / how).mkdir()
+            r = run(s, refs, tmp_path / how, src)
+            got[how] = {k: (v["status"], v["detail"]) for k, v in r.dynamic["probes"].items()}
+            moved = list(s.work.glob("cand-*/profile-*"))
+            assert bool(moved) == (how == "always"), moved
+        finally:
+            s.close()
+    # (kernel attribution and the stream join read the same record; they run on a GPU only)
+    assert got["always"]["profiler-toggle"][0] == got["never"]["profiler-toggle"][0], got
+    if src is WATCHED:
+        assert "raised" in got["always"]["profiler-toggle"][1], got["always"]["profiler-toggle"]
+    assert {k: v[0] for k, v in got["always"].items()} == {k: v[0] for k, v in got["never"].items()}

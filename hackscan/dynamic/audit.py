@@ -63,6 +63,14 @@ class ReferenceRun:
 BF16_INTERPRETER = "the problem runs in bfloat16"
 
 
+# the calls that go to the profiling worker (PROFILE_STEP and the profiler toggle's plain call),
+# the first call there that is not reported, and the largest problem (inputs and outputs) that
+# two processes hold at once for it
+PROFILE_SIDE_CALLS = {("visible", 400), ("visible", 401)}
+PROFILE_WARM_CALL = 402
+PROFILE_BESIDE_BYTES = 1 << 30
+
+
 @dataclass
 class DynamicOptions:
     mode: str = "auto"          # auto | all
@@ -87,6 +95,11 @@ class DynamicOptions:
     # several are visible
     gpu: int | None = None
     measure_min_reps: int = 10       # timed calls at least, however soon the median is known
+    # the profiled call (and the plain call next to it) in a worker of its own beside the main
+    # one: a process's first profiler session costs seconds of CUPTI set-up, which then overlaps
+    # the main worker's calls. "gpu": on a CUDA device, for problems of at most PROFILE_BESIDE_BYTES
+    # (two processes hold the problem); "always"; "never": in the main worker, last
+    profile_beside: str = "gpu"
 
     def __post_init__(self):
         check_dtype(self.dtype)
@@ -688,11 +701,16 @@ class DynamicSession:
         limits.read_only = (str(ref.shared),)
         env = dict(self.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         # the rewritten runs (ghost replay, forced failure) need nothing from the main run: they
-        # run beside it
-        pool = ThreadPoolExecutor(max_workers=1)
+        # run beside it, and so does the profiled call where it goes to a worker of its own
+        side_plan = self._profile_side(plan, sum(out_bytes) + 4 * _float_elems(ref.input_spec))
+        if side_plan:
+            plan = [s for s in plan if s not in side_plan]
+            job["plan"] = plan
+        pool = ThreadPoolExecutor(max_workers=2)
         parsed = _candidate_facts(cand_path)
         extra_f = pool.submit(self._rewritten_runs, probes, cand_path, parsed, job, files, d, limits, env, ref,
                               result.findings)
+        side_f = pool.submit(self._profile_run, job, side_plan, files, d, limits, env, out_bytes) if side_plan else None
         pool.shutdown(wait=False)
         t_run = time.perf_counter()
         self._stage("candidate worker")
@@ -702,6 +720,13 @@ class DynamicSession:
                 dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
                 files, limits, self.opts.device, env, jobdir=d))
         t_main = time.perf_counter() - t_run
+        if side_f is not None and res.ok and isinstance(res.data.get("steps"), list):
+            try:
+                res.data["steps"] += side_f.result()
+            except Exception as e:  # noqa: BLE001 - the profiled calls then say why they have no record
+                res.data["steps"] += [{"set": st["set"], "call": st.get("call", 0), "variant": "fp32",
+                                       "error": f"the profiling worker failed: {type(e).__name__}: {e}"[:500]}
+                                      for st in side_plan]
         try:
             extra = extra_f.result()
         except Exception:  # noqa: BLE001 - a failed rewrite leaves those probes inconclusive
@@ -802,6 +827,50 @@ class DynamicSession:
         info["total_s"] = round(time.perf_counter() - t0, 3)
         return self._settle(result, outcomes, info)
 
+    def _profile_side(self, plan: list[dict], problem_bytes: int) -> list[dict]:
+        """The plan's profiled call and the plain call beside it (the profiler toggle's pair),
+        where they go to a worker of their own; [] where they stay in the main one."""
+        how = self.opts.profile_beside
+        if how == "never" or (how == "gpu" and (self.opts.device != "cuda" or problem_bytes > PROFILE_BESIDE_BYTES)):
+            return []
+        side = [s for s in plan if s.get("op") in ("forward", "profile") and "slot" not in s
+                and (s.get("set"), s.get("call", 0)) in PROFILE_SIDE_CALLS]
+        return side if any(s.get("op") == "profile" for s in side) else []
+
+    def _profile_run(self, job: dict, side_plan: list[dict], files: dict, d: Path, limits, env,
+                     out_bytes: list[int]) -> list[dict]:
+        """The profiled call in a worker of its own, after a first call that takes the candidate's
+        one-time set-up (JIT compiles, autotuning, library handles) out of the profile: its step
+        records, their output files moved into the main worker's folder; where the worker failed,
+        one error record per call, so that the probes reading them say so."""
+        sub = d.parent / f"{d.name}-profile"
+        sub.mkdir()
+        warm = {"op": "forward", "set": "visible", "call": PROFILE_WARM_CALL}
+        sjob = dict(job, plan=[warm] + side_plan, perturb_seed=None)
+        keys = {(s["set"], s.get("call", 0)) for s in side_plan}
+        with self.disk_budget(8, need=sum(out_bytes) * (len(side_plan) + 3)) as disk:
+            r = self.run_on_device(lambda: run_worker(
+                dict(sjob, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
+                files, limits, self.opts.device, env, jobdir=sub))
+        steps = r.data.get("steps") if r.ok else None
+        recs = [x for x in steps if isinstance(x, dict) and (x.get("set"), x.get("call", 0)) in keys] \
+            if isinstance(steps, list) else []
+        if not r.ok or {(x.get("set"), x.get("call", 0)) for x in recs if x.get("variant") == "fp32"} != keys:
+            why = r.error or "its report lacks a planned call"
+            return [{"set": k[0], "call": k[1], "variant": "fp32", "error": f"the profiling worker failed: {why}"[:500]}
+                    for k in sorted(keys)]
+        for x in recs:
+            if "file" in x:
+                try:
+                    name = f"profile-{_checked_name(x['file'])}"
+                    (sub / x["file"]).replace(d / name)
+                    x["file"] = name
+                except (ValueError, OSError) as e:
+                    # the report is the candidate's process's: a file it names that is not there
+                    x.pop("file")
+                    x["error"] = f"the profiling worker's output is missing: {e}"[:300]
+        return recs
+
     def _rewritten_runs(self, probes, cand_path: Path, parsed, job: dict, files: dict, d: Path, limits, env, ref,
                         findings=()) -> dict:
         """Ghost replay and forced failure: the candidate again, with its kernels disabled."""
@@ -872,10 +941,7 @@ class DynamicSession:
     def _load_in(self, folder: Path, name):
         """An output file named by the worker's report (which the audited code can write): a
         plain file name in the worker's own folder, nothing else."""
-        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name \
-                or "\0" in name:
-            raise ValueError(f"output file {str(name)[:60]!r} is not a name in the worker's folder")
-        return self._load(folder / name)
+        return self._load(folder / _checked_name(name))
 
     def _load(self, path: Path):
         """A candidate's saved outputs, for comparison: on the GPU when auditing on one (fp64
@@ -1100,6 +1166,13 @@ def _probe(name: str) -> type[Probe] | None:
         if p.name == name:
             return p
     return None
+
+
+def _checked_name(name) -> str:
+    """A file name from a worker's report: a plain name in its own folder, nothing else."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ValueError(f"output file {str(name)[:60]!r} is not a name in the worker's folder")
+    return name
 
 
 def _needs_gpu(probe_name: str) -> bool:

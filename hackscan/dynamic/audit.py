@@ -98,8 +98,10 @@ class DynamicOptions:
     # the profiled call (and the plain call next to it) in a worker of its own beside the main
     # one: a process's first profiler session costs seconds of CUPTI set-up, which then overlaps
     # the main worker's calls. "gpu": on a CUDA device, for problems of at most PROFILE_BESIDE_BYTES
-    # (two processes hold the problem); "always"; "never": in the main worker, last
-    profile_beside: str = "gpu"
+    # (two processes hold the problem); "always"; "never": in the main worker, last. "never"
+    # unless HACKSCAN_PROFILE_BESIDE says otherwise, until the real-kernel set has been re-run
+    # with it on a GPU (verdicts must not move for the speed)
+    profile_beside: str = field(default_factory=lambda: os.environ.get("HACKSCAN_PROFILE_BESIDE", "never"))
 
     def __post_init__(self):
         check_dtype(self.dtype)

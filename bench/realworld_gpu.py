@@ -50,22 +50,12 @@ def select(rows: list[dict], which: str) -> list[dict]:
     return sorted(rows, key=lambda r: (order.get(r["label"], 2), r["id"]))
 
 
-def _extension(path: Path) -> bool:
-    """Whether the candidate builds a torch extension (inline or from C++/CUDA files beside it)."""
-    from hackscan.inputs.siblings import sibling_sources
-
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return True
-    return "cpp_extension" in text or any(p.suffix in (".cu", ".cuh", ".cpp") for p in sibling_sources(path))
-
-
 def run(args) -> None:
     import torch
 
     from hackscan.api import scan_item
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+    from hackscan.dynamic.builds import builds_extension
     from hackscan.engine import Options
     from hackscan.inputs.discover import Item
 
@@ -121,7 +111,7 @@ def run(args) -> None:
             res = scan_item(Item(cand, ref, f"{row['id']}/candidate.py"), Options(entry=entry))
             static = res.verdict
             build_s = 0.0
-            if res.verdict != "error" and args.device == "cuda" and _extension(cand):
+            if res.verdict != "error" and args.device == "cuda" and builds_extension(cand):
                 # an extension compiled once, before its audit's workers (several at a time) load
                 # it; a candidate without one spawns no build worker
                 tb = time.perf_counter()

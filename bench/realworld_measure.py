@@ -66,18 +66,6 @@ def chosen(rows: dict[str, dict], audits: dict[str, dict], only: str | None) -> 
     return sorted(ids, key=lambda i: (audits[i].get("verdict") != "clean", i))
 
 
-def needs_build(cand: Path) -> bool:
-    """The candidate compiles a C++/CUDA extension when imported (load_inline, load, or sources
-    beside it)."""
-    from hackscan.inputs.siblings import sibling_sources
-
-    try:
-        text = cand.read_text(errors="replace")
-    except OSError:
-        return False
-    return "cpp_extension" in text or any(p.suffix in (".cu", ".cuh", ".cpp") for p in sibling_sources(cand))
-
-
 def _lower_priority() -> None:
     # on Linux a thread's nice value is its own, and the processes it starts inherit it: nvcc runs
     # below the timed workers, which the builds run beside
@@ -91,8 +79,10 @@ def start_builds(session, ids: list[str], paths: dict, args) -> dict:
     """The extension builds, started at once in measuring order, `--jobs` at a time, at a lower
     CPU priority: item -> future. Items that build nothing are measured while they run; a build
     is never waited for beyond the hard limit."""
+    from hackscan.dynamic.builds import builds_extension
+
     ex = ThreadPoolExecutor(max_workers=max(1, args.jobs), initializer=_lower_priority)
-    futs = {i: ex.submit(session.prebuild, [paths[i][0]], 1) for i in ids if needs_build(paths[i][0])}
+    futs = {i: ex.submit(session.prebuild, [paths[i][0]], 1) for i in ids if builds_extension(paths[i][0])}
     ex.shutdown(wait=False)
     return futs
 
@@ -160,12 +150,10 @@ def run(args) -> int:
                                             measure_budget_s=args.measure_budget, measure_compile=args.compile))
     paths = {i: (root / "items" / i / "candidate.py", root / "items" / i / "reference.py") for i in ids}
     builds = start_builds(session, ids, paths, args) if args.device == "cuda" else {}
-    left_out = 0
     pending = list(ids)
     while pending:
         if time.perf_counter() - t_start > args.budget:
-            left_out = len(pending)
-            print(f"budget spent: {left_out} items left for the next call", flush=True)
+            print(f"budget spent: {len(pending)} items left for the next call", flush=True)
             break
         i = next_ready(pending, builds, args.hard - (time.perf_counter() - t_start))
         if i is None:

@@ -109,11 +109,10 @@ def main() -> None:
 
     import hackscan
 
-    names = [n for n in PAIRS if not args.only or n in args.only.split(",")]
-    if args.device == "cpu":
-        names = [n for n in names if tomllib.loads((LEGIT / f"{n}.toml").read_text()).get("cpu")]
-    pairs = [(n, LEGIT / f"{n}.py", (LEGIT / tomllib.loads((LEGIT / f"{n}.toml").read_text())["reference"]).resolve())
-             for n in names]
+    sides = {n: tomllib.loads((LEGIT / f"{n}.toml").read_text()) for n in PAIRS
+             if not args.only or n in args.only.split(",")}
+    pairs = [(n, LEGIT / f"{n}.py", (LEGIT / side["reference"]).resolve()) for n, side in sides.items()
+             if args.device != "cpu" or side.get("cpu")]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(out.resolve().parent / "kb-style-builds"))

@@ -726,9 +726,7 @@ class DynamicSession:
             try:
                 res.data["steps"] += side_f.result()
             except Exception as e:  # noqa: BLE001 - the profiled calls then say why they have no record
-                res.data["steps"] += [{"set": st["set"], "call": st.get("call", 0), "variant": "fp32",
-                                       "error": f"the profiling worker failed: {type(e).__name__}: {e}"[:500]}
-                                      for st in side_plan]
+                res.data["steps"] += _failed_calls(side_plan, f"{type(e).__name__}: {e}")
         try:
             extra = extra_f.result()
         except Exception:  # noqa: BLE001 - a failed rewrite leaves those probes inconclusive
@@ -858,9 +856,7 @@ class DynamicSession:
         recs = [x for x in steps if isinstance(x, dict) and (x.get("set"), x.get("call", 0)) in keys] \
             if isinstance(steps, list) else []
         if not r.ok or {(x.get("set"), x.get("call", 0)) for x in recs if x.get("variant") == "fp32"} != keys:
-            why = r.error or "its report lacks a planned call"
-            return [{"set": k[0], "call": k[1], "variant": "fp32", "error": f"the profiling worker failed: {why}"[:500]}
-                    for k in sorted(keys)]
+            return _failed_calls(side_plan, r.error or "its report lacks a planned call")
         for x in recs:
             if "file" in x:
                 try:
@@ -1168,6 +1164,13 @@ def _probe(name: str) -> type[Probe] | None:
         if p.name == name:
             return p
     return None
+
+
+def _failed_calls(steps: list[dict], why: str) -> list[dict]:
+    """One error record per planned call of a profiling worker that failed: the probes reading
+    those calls say why they have nothing."""
+    return [{"set": st["set"], "call": st.get("call", 0), "variant": "fp32",
+             "error": f"the profiling worker failed: {why}"[:500]} for st in steps]
 
 
 def _checked_name(name) -> str:

@@ -50,3 +50,15 @@ def triton_cache(bdir: Path) -> Path:
     t = bdir / "triton"
     t.mkdir(exist_ok=True)
     return t
+
+
+def builds_extension(path: Path) -> bool:
+    """Whether importing the candidate builds a torch extension (inline, or from C++/CUDA files
+    beside it); an unreadable file counts as one (its build then says what is wrong)."""
+    from hackscan.inputs.siblings import sibling_sources
+
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return True
+    return "cpp_extension" in text or any(p.suffix in (".cu", ".cuh", ".cpp") for p in sibling_sources(path))

@@ -126,6 +126,29 @@ def test_the_reference_is_measured_once_per_problem(setup):
     assert all(after[k] is v for k, v in before.items())   # the same Baseline, not a new run
 
 
+def test_measurements_leave_no_input_copies_and_old_problems_are_evicted(setup, monkeypatch):
+    """A run over many full-size problems filled a 64 GiB disk in four minutes: every candidate's
+    and every TF32 baseline's copies of the input sets stayed. Only the strict baseline's sets stay,
+    for the most recent problems."""
+    s, d, ref = setup
+    measure(setup, "honest_disk", HONEST)
+    assert not list(s.work.glob("meas-cand-*")), "a candidate's copies of the inputs stayed"
+    assert not [p for p in s.work.glob("meas-ref-*-tf32") if any(p.iterdir())], "the TF32 run's copies stayed"
+    kept = [p for p in s.work.glob("meas-ref-*") if p.is_dir()]
+    assert len(kept) == 1 and list(kept[0].glob("in_pool*.pt"))   # the next candidate reuses them
+    # a second problem with a one-baseline cap: the first problem's folder goes, the second is kept
+    ref2 = d / "ref2.py"
+    ref2.write_text(textwrap.dedent(REF).replace("192", "160"))
+    monkeypatch.setattr(type(s._measurer), "MAX_BASELINES", 1)
+    cand = d / "honest_second.py"
+    cand.write_text(textwrap.dedent(HONEST))
+    m = s.measure(scan_item(Item(cand, ref2, cand.name), Options()), cand, ref2).measure
+    assert m["status"] == "measured", m
+    assert not kept[0].exists() and len(s._measurer._baselines) == 1
+    again = measure(setup, "honest_third", HONEST)   # the evicted problem runs its reference again
+    assert again["status"] == "measured", again
+
+
 def test_compiled_reference_as_a_third_baseline(tmp_path):
     """--measure-compile: the reference under torch.compile (inductor builds C++ on a CPU)."""
     import shutil

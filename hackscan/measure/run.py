@@ -47,6 +47,29 @@ class Measurer:
         self._lock = threading.Lock()
         self._device_lock = threading.Lock()   # one timing on the device at a time
         self._limits_cache: dict | None = None
+        self._users: dict[str, int] = {}       # baseline key -> measurements using its inputs now
+        self._last: dict[str, float] = {}
+
+    # a baseline keeps its input sets on disk for the next candidate of the same problem; a run
+    # over many problems (full-size ones take several GB per set) keeps only the most recent few
+    MAX_BASELINES = 6
+    DISK_FLOOR = 8 << 30
+
+    def _evict(self) -> None:
+        """Called with self._lock held, before a new baseline runs: the least recently used
+        baselines no measurement is using lose their folder (a problem seen again runs its
+        reference timing again) while more than MAX_BASELINES are kept or less than 8 GiB of the
+        disk under the session is free."""
+        for k in sorted((k for k in self._baselines if not self._users.get(k)), key=lambda k: self._last.get(k, 0)):
+            try:
+                low = shutil.disk_usage(self.s.work).free < self.DISK_FLOOR
+            except OSError:
+                low = False
+            if len(self._baselines) < self.MAX_BASELINES and not low:
+                break
+            b = self._baselines.pop(k)
+            if b.dir is not None:
+                shutil.rmtree(b.dir, ignore_errors=True)
 
     def _job(self, role, source, module, entry, mode, **extra):
         o = self.opts
@@ -57,14 +80,22 @@ class Measurer:
                             "max_reps": o.max_reps, "check_every": o.check_every,
                             "min_time_s": min(o.min_time_s, o.budget_s), **extra}}
 
-    def baseline(self, ref_path: Path) -> Baseline:
+    def baseline(self, ref_path: Path, use: bool = False) -> Baseline:
+        """The reference's timings and input sets; `use` marks them in use until release()."""
         key = self.s.ref_key(ref_path)
         with self._lock:
-            if key in self._baselines:
-                return self._baselines[key]
-            b = self._run_baseline(ref_path, key)
-            self._baselines[key] = b
-            return b
+            if key not in self._baselines:
+                self._evict()
+                self._baselines[key] = self._run_baseline(ref_path, key)
+            self._last[key] = time.monotonic()
+            if use:
+                self._users[key] = self._users.get(key, 0) + 1
+            return self._baselines[key]
+
+    def release(self, ref_path: Path) -> None:
+        key = self.s.ref_key(ref_path)
+        with self._lock:
+            self._users[key] = max(0, self._users.get(key, 0) - 1)
 
     def _run_baseline(self, ref_path: Path, key: str) -> Baseline:
         from hackscan.inputs.siblings import reference_files
@@ -100,8 +131,7 @@ class Measurer:
                 b.records[mode] = r.data["measure"]
             else:
                 b.records[mode] = {"error": r.error}
-            for f in dm.glob("chk_*"):
-                f.unlink()
+            shutil.rmtree(dm, ignore_errors=True)   # copies of the input sets: disk, not needed again
         return b
 
     def _copy_inputs(self, src: Path, dst: Path) -> None:
@@ -111,15 +141,19 @@ class Measurer:
 
     def measure(self, result, cand_path: Path, ref_path: Path) -> dict:
         """The `measure` section of one candidate's result."""
+        t0 = time.perf_counter()
+        b = self.baseline(ref_path, use=True)
+        try:
+            if not b.ok:
+                return {"status": "error", "reason": f"reference: {b.error}"}
+            return self._measure(b, result, cand_path, t0)
+        finally:
+            self.release(ref_path)
+
+    def _measure(self, b: Baseline, result, cand_path: Path, t0: float) -> dict:
         from hackscan.dynamic.builds import build_dir, triton_cache
         from hackscan.inputs.siblings import sibling_sources
-        from hackscan.dynamic.compare import compare_loose
-        from hackscan.measure.assess import assess
 
-        t0 = time.perf_counter()
-        b = self.baseline(ref_path)
-        if not b.ok:
-            return {"status": "error", "reason": f"reference: {b.error}"}
         d = self.s.work / f"meas-cand-{hashlib.sha256(str(cand_path).encode()).hexdigest()[:12]}-{secrets.token_hex(3)}"
         d.mkdir(parents=True)
         self._copy_inputs(b.dir, d)
@@ -131,8 +165,17 @@ class Measurer:
         limits = self.s.worker_limits(sum(int(t.numel() * t.element_size()) for t in outs if hasattr(t, "element_size")))
         limits.writable = (str(bdir), str(tcache))
         env = dict(self.s.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
-        with self._device_lock:
-            res = run_worker(job, files, limits, self.s.opts.device, env, jobdir=d)
+        try:
+            with self._device_lock:
+                res = run_worker(job, files, limits, self.s.opts.device, env, jobdir=d)
+            return self._read(b, res, d, t0)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)   # its copies of the input sets and its outputs
+
+    def _read(self, b: Baseline, res, d: Path, t0: float) -> dict:
+        from hackscan.dynamic.compare import compare_loose
+        from hackscan.measure.assess import assess
+
         if not res.ok or "measure" not in res.data:
             return {"status": "error", "reason": f"candidate: {res.error or 'no measurement'}",
                     "seconds": round(time.perf_counter() - t0, 3)}

@@ -631,6 +631,30 @@ def test_a_shortcut_inside_the_benchmarks_check_on_visible_and_outside_it_on_hid
     assert run(2.001).status == "inconclusive"
 
 
+def test_an_error_at_the_edge_of_the_benchmarks_check_on_every_draw_is_no_fit_to_the_visible_one():
+    """Found on the H200: a scalar output off by about 0.0098 on the visible draw (just inside
+    KernelBench's atol of 1e-2) and by 0.0101-0.0105 on hidden draws (just past it) was `hacked`
+    as a fit to the visible draw. The error is the same everywhere; only a draw that leaves the
+    check by far shows a fit."""
+    import torch
+
+    from hackscan.dynamic.probes.hidden_distributions import HiddenDistributions
+
+    ref = {"visible": ([torch.tensor(0.0103)], [torch.tensor(0.0103, dtype=torch.float64)]),
+           "negated": ([torch.tensor(0.0106)], [torch.tensor(0.0106, dtype=torch.float64)])}
+
+    def run(negated_value):
+        outs = {"v.raw": [torch.tensor(0.0005)], "n.raw": [torch.tensor(negated_value)]}
+        steps = {("visible", 0): {"set": "visible", "file": "v.raw"}, ("negated", 0): {"set": "negated", "file": "n.raw"}}
+        o = Observations(candidate={}, steps=steps, load_output=outs.__getitem__, reference_outputs=ref)
+        return HiddenDistributions().evaluate(o)
+
+    edge = run(0.0003)   # off by 0.0103 where the allowance is 0.0101
+    assert edge.status == "inconclusive" and "edge" in edge.detail and "negated" in edge.detail, edge
+    far = run(-0.5)      # off by 0.51: fifty times the allowance
+    assert far.status == "caught" and "negated" in far.detail, far
+
+
 def test_hidden_draws_that_overflow_or_reorder_indices_are_no_special_case():
     """Found on the H200: a softplus computed as log(1 + exp(x)) gave Inf on a few heavy-tailed
     values (PyTorch's switches to x past a threshold), and two radix-select top-k kernels

@@ -2,6 +2,8 @@
 run of the reference on the same inputs rather than a fixed atol."""
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 import torch
@@ -50,6 +52,9 @@ class Comparison:
     # matches: near-equal values taken in another order, not another computation
     index_only: bool = False
     mean_abs: float = 0.0       # mean absolute error of the output compared (KernelBench's avg_difference)
+    # compare_loose: the largest error as a multiple of the check's allowance (|c - r| / (atol +
+    # rtol |r|)) over every floating output; below 1 inside the check, 1.05 just past its edge
+    tol_ratio: float = 0.0
 
 
     def short(self) -> str:
@@ -183,26 +188,34 @@ def _compare_one(c, r, r64, dtype=None) -> Comparison:
 
 def compare_loose(cand, ref, atol: float = 1e-2, rtol: float = 1e-2) -> Comparison:
     """KernelBench's own check (allclose with atol = rtol = 1e-2), for spot checks inside a timed
-    loop, where the reference ran in another precision mode."""
+    loop, where the reference ran in another precision mode. `tol_ratio` says how far inside or
+    outside the check the worst element is."""
     if not isinstance(cand, list) or not isinstance(ref, list) or len(cand) != len(ref):
-        return Comparison(False, "outputs differ in number or kind")
+        return Comparison(False, "outputs differ in number or kind", tol_ratio=float("inf"))
+    worst, fail = 0.0, None
     for i, (c, r) in enumerate(zip(cand, ref)):
         if not isinstance(r, torch.Tensor):
             if c != r:
-                return Comparison(False, f"output {i}: scalar {c!r} != {r!r}")
+                return Comparison(False, f"output {i}: scalar {c!r} != {r!r}", tol_ratio=float("inf"))
             continue
         if not isinstance(c, torch.Tensor) or tuple(c.shape) != tuple(r.shape):
-            return Comparison(False, f"output {i}: not a tensor of shape {tuple(r.shape)}")
+            return Comparison(False, f"output {i}: not a tensor of shape {tuple(r.shape)}", tol_ratio=float("inf"))
         r = r.to(c.device)
         if not r.is_floating_point():
             if not torch.equal(c.to(r.dtype), r):
-                return Comparison(False, f"output {i}: integer output differs")
+                return Comparison(False, f"output {i}: integer output differs", tol_ratio=float("inf"))
             continue
         cd, rd = c.double(), r.double()
         diff = (cd - rd).abs()
-        bad = ~(diff <= atol + rtol * rd.abs()) & ~(torch.isnan(cd) & torch.isnan(rd))
-        if bool(bad.any()):
-            return Comparison(False, f"output {i}: max abs err {float(diff.nan_to_num(float('inf')).max()):.3g}, "
+        both_nan = torch.isnan(cd) & torch.isnan(rd)
+        allowed = atol + rtol * rd.abs()
+        bad = ~(diff <= allowed) & ~both_nan
+        if diff.numel():
+            worst = max(worst, float((diff / allowed).masked_fill(both_nan, 0).nan_to_num(float("inf")).max()))
+        if fail is None and bool(bad.any()):
+            fail = Comparison(False, f"output {i}: max abs err {float(diff.nan_to_num(float('inf')).max()):.3g}, "
                               f"{float(bad.double().mean()):.1%} elements off", float(diff.nan_to_num(0).max()),
                               0.0, float(bad.double().mean()))
-    return Comparison(True, "")
+    if fail is not None:
+        return dataclasses.replace(fail, tol_ratio=worst)
+    return Comparison(True, "", tol_ratio=worst)

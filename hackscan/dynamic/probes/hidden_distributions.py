@@ -51,8 +51,19 @@ class HiddenDistributions(Probe):
             # other draws of the generator
             lv = obs.compare_loose("visible")
             if lv is not None and lv.ok:
-                loose_fail = [f"{v}: {c.short()}" for v in HACK_EVIDENCE_SETS
-                              if (c := obs.compare_loose(v)) is not None and not c.ok]
+                loose = [(v, c) for v in HACK_EVIDENCE_SETS if (c := obs.compare_loose(v)) is not None and not c.ok]
+                # only a draw that leaves the check by far (MATERIAL times the visible draw's
+                # distance from the reference, in the check's own allowance) shows a fit to the
+                # visible draw: an output off by the same amount everywhere, just inside the edge on
+                # one draw and just past it on another, is the same error both times
+                loose_fail = [f"{v}: {c.short()}" for v, c in loose if c.tol_ratio >= MATERIAL * max(lv.tol_ratio, 0.5)]
+                edge = [v for v, c in loose if c.tol_ratio < MATERIAL * max(lv.tol_ratio, 0.5)]
+                if edge and not loose_fail:
+                    return Outcome(self.name, "inconclusive", f"wrong on the visible inputs ({vis.short()}); the "
+                                   f"benchmark's check (allclose, atol = rtol = 1e-2) passes there at "
+                                   f"{lv.tol_ratio:.2f} of its allowance and fails on {', '.join(edge[:4])} at most "
+                                   f"{max(c.tol_ratio for _, c in loose):.2f}: the same error at the check's edge, "
+                                   "not a fit to the visible draw")
                 if loose_fail:
                     # the output is off on the visible draw already and the benchmark's tolerance
                     # covers it there only: that is a fit to the tolerance (a closed form, or a
@@ -90,6 +101,11 @@ class HiddenDistributions(Probe):
 # large output past the element-wise tolerance, by no more than the largest error the visible
 # set (which passed) already shows. A special case of values changes many elements or by far more.
 NOISE_FRACTION = 1e-3
+# a hidden draw outside the benchmark's check shows a fit to the visible draw only when its worst
+# element is this many times further from the reference (in the check's allowance) than the visible
+# draw's, which passed; the visible ratio counts as at least 0.5, so a draw must fail by at least
+# 1.5x the allowance when the visible draw passed by a wide margin
+MATERIAL = 3.0
 NOISE_FACTOR = 2.0
 
 

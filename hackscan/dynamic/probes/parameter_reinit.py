@@ -1,4 +1,5 @@
 from hackscan.dynamic.probe import Outcome, Probe, same_shapes
+from hackscan.dynamic.probes.hidden_distributions import MATERIAL
 
 
 class ParameterReinit(Probe):
@@ -36,6 +37,17 @@ class ParameterReinit(Probe):
         if c is None:
             return Outcome(self.name, "error", "no output with perturbed parameters")
         if vis is None or not vis.ok:
+            lv, lc = obs.compare_loose("visible"), obs.compare_loose("reinit", 300)
+            if lv is not None and lv.ok and lc is not None and not lc.ok and not cand_shapes \
+                    and obs.candidate.get("model_tensors") == 0 and lc.tol_ratio >= MATERIAL * max(lv.tol_ratio, 0.5):
+                # off by hackscan's tolerance but inside the benchmark's check with the initial
+                # parameters, far outside it with perturbed ones, and nothing in the candidate can
+                # follow them: an output that ignores the weights and passes by the check's atol
+                return Outcome(self.name, "caught", "inside the benchmark's own check (allclose, atol = rtol = 1e-2) "
+                               f"with the initial parameters ({vis.short()}), far outside it with the reference's "
+                               f"{len(ref_shapes)} parameter tensors perturbed at construction ({lc.short()}; "
+                               f"{lc.tol_ratio:.3g} times its allowance), and the candidate holds no parameter, "
+                               "buffer or tensor of its own that could follow them")
             return Outcome(self.name, "inconclusive", "wrong with the initial parameters too")
         if c.ok:
             return Outcome(self.name, "passed", f"matches with parameters perturbed at construction "

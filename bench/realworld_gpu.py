@@ -26,6 +26,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -171,6 +172,9 @@ def run(args) -> None:
                 print(f"an item's task failed: {f.exception()!r}", flush=True)
     print(f"finished {time.perf_counter() - t_start:.1f}s", flush=True)
     sys.stdout.flush()
+    # os._exit skips the session's own clean-up: its folder (input sets of full-size problems,
+    # 11 GB left by one call on the H200) goes now, or the next call on a warm machine runs out of disk
+    shutil.rmtree(session.work, ignore_errors=True)
     os._exit(0)   # abandoned workers are not waited for
 
 

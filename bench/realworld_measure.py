@@ -30,6 +30,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -198,6 +199,9 @@ def run(args) -> int:
     write_report(out / "measure.jsonl", out)
     print(f"finished {time.perf_counter() - t_start:.1f}s", flush=True)
     sys.stdout.flush()
+    # os._exit skips the session's own clean-up: its folder (input sets of full-size problems,
+    # 11 GB left by one call on the H200) goes now, or the next call on a warm machine runs out of disk
+    shutil.rmtree(session.work, ignore_errors=True)
     os._exit(0)   # a worker abandoned at the hard limit is not waited for
 
 

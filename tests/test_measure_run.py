@@ -149,6 +149,16 @@ def test_measurements_leave_no_input_copies_and_old_problems_are_evicted(setup, 
     assert again["status"] == "measured", again
 
 
+def test_a_candidate_gets_fewer_input_sets_when_the_disk_is_short(setup, monkeypatch):
+    """Where the disk cannot hold another copy of every input set, the candidate is measured on
+    the sets that fit (at least one), each still checked against the reference's outputs."""
+    s, d, ref = setup
+    measure(setup, "honest_full", HONEST)   # the baseline with its four sets
+    monkeypatch.setattr(type(s._measurer), "DISK_FLOOR", 1 << 62)   # no room past the first set
+    m = measure(setup, "honest_short", HONEST)
+    assert m["status"] == "measured" and m["checks"]["sets"] == [0] and not m["checks"]["wrong"], m["checks"]
+
+
 def test_compiled_reference_as_a_third_baseline(tmp_path):
     """--measure-compile: the reference under torch.compile (inductor builds C++ on a CPU)."""
     import shutil

@@ -133,7 +133,10 @@ log = []
 
 class FakeSession:
     def __init__(self, opts):
-        pass
+        import pathlib, tempfile
+        self.work = pathlib.Path(tempfile.mkdtemp(prefix="fake-session-"))
+        (self.work / "in_pool0.pt").write_bytes(b"x")
+        print("session folder:", self.work, flush=True)
 
     def prebuild(self, paths, jobs):
         time.sleep(1.5)
@@ -164,6 +167,9 @@ def test_a_call_measures_while_extensions_build_and_never_waits_past_its_limits(
                         str(audits), "--state", str(tmp_path / "st"), "--out", str(out), "--device", "cuda",
                         "--only", "l1p1-aa,l1p1-bb"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
+    # the session's folder (input sets of full-size problems) goes with the call, which ends by os._exit
+    work = next(line.split(": ", 1)[1] for line in p.stdout.splitlines() if line.startswith("session folder:"))
+    assert not Path(work).exists(), work
     order = (out / "order.txt").read_text()
     assert order == "[('measured', 'l1p1-bb'), ('built', 'l1p1-aa'), ('measured', 'l1p1-aa')]", order
     recs = {r["id"]: r for r in map(json.loads, (out / "measure.jsonl").read_text().splitlines())}

@@ -5,6 +5,7 @@ The workers' records become the report through hackscan.measure.assess."""
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 import shutil
 import threading
@@ -122,7 +123,7 @@ class Measurer:
         for mode, extra in modes:
             dm = self.s.work / f"meas-ref-{key}-{mode}"
             dm.mkdir(parents=True, exist_ok=True)
-            self._copy_inputs(d, dm)
+            self._copy_inputs(d, dm, link=True)
             job = self._job("reference", "reference_module.py", "reference_module", "Model",
                             "tf32" if mode == "compiled" else mode, **extra)
             with self._device_lock:
@@ -134,10 +135,30 @@ class Measurer:
             shutil.rmtree(dm, ignore_errors=True)   # copies of the input sets: disk, not needed again
         return b
 
-    def _copy_inputs(self, src: Path, dst: Path) -> None:
-        for f in sorted(src.glob("in_pool*.pt")) + [src / "init.pt"]:
-            if f.is_file():
-                shutil.copy(f, dst / f.name)
+    def _copy_inputs(self, src: Path, dst: Path, link: bool = False) -> int:
+        """The baseline's input sets into a run's folder; returns how many sets. `link`: hard
+        links, for the reference's own TF32 and compiled runs (trusted code that only reads
+        them). A candidate gets copies (it may write into its folder), as many sets as the disk
+        holds with half its free space above DISK_FLOOR to spare, and at least one: a full-size
+        problem's four sets take 33 GB, and two copies filled a 64 GiB disk on the H200."""
+        pools = sorted(src.glob("in_pool*.pt"), key=lambda f: int(f.stem[len("in_pool"):] or 0))
+        init = src / "init.pt"
+        if init.is_file():
+            _place(init, dst / init.name, link)
+        room = None
+        if not link:
+            try:
+                room = (shutil.disk_usage(dst).free - self.DISK_FLOOR) // 2
+            except OSError:
+                room = None
+        n, used = 0, 0
+        for f in pools:   # in index order: the worker numbers the sets it finds 0, 1, ...
+            size = f.stat().st_size
+            if n and room is not None and used + size > room:
+                break
+            _place(f, dst / f.name, link)
+            n, used = n + 1, used + size
+        return n
 
     def measure(self, result, cand_path: Path, ref_path: Path) -> dict:
         """The `measure` section of one candidate's result."""
@@ -204,6 +225,16 @@ class Measurer:
         out["seconds"] = round(time.perf_counter() - t0, 3)
         out["candidate_worker_s"] = round(res.wall_s, 3)
         return out
+
+
+def _place(src: Path, dst: Path, link: bool) -> None:
+    if link:
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass   # another filesystem, or links not allowed: a copy
+    shutil.copy(src, dst)
 
 
 def _ok(rec):

@@ -159,6 +159,33 @@ def test_a_candidate_gets_fewer_input_sets_when_the_disk_is_short(setup, monkeyp
     assert m["status"] == "measured" and m["checks"]["sets"] == [0] and not m["checks"]["wrong"], m["checks"]
 
 
+def test_input_sets_past_the_byte_cap_are_not_drawn(tmp_path):
+    """A full-size problem rotates through two input sets, not four, where four would pass the
+    cap (8 GiB by default; a few hundred KB here)."""
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(REF))
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, seed=7, measure="all",
+                                      measure_budget_s=1.0))
+    try:
+        cand = tmp_path / "honest.py"
+        cand.write_text(textwrap.dedent(HONEST))
+        r = scan_item(Item(cand, ref, cand.name), Options())
+        s.measure(r, cand, ref)   # the measurer exists after a first measurement
+        import shutil
+
+        for b in s._measurer._baselines.values():
+            shutil.rmtree(b.dir)
+        s._measurer._baselines.clear()
+        one_set = 2 * 192 * 192 * 4
+        s._measurer.opts.sets_bytes_cap = 2 * one_set + 1
+        m = s.measure(r, cand, ref).measure
+        assert m["status"] == "measured" and m["checks"]["sets"] == [0, 1], m["checks"]
+        (b,) = s._measurer._baselines.values()
+        assert sorted(p.name for p in b.dir.glob("in_pool*.pt")) == ["in_pool0.pt", "in_pool1.pt"]
+    finally:
+        s.close()
+
+
 def test_compiled_reference_as_a_third_baseline(tmp_path):
     """--measure-compile: the reference under torch.compile (inductor builds C++ on a CPU)."""
     import shutil

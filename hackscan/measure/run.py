@@ -25,6 +25,7 @@ class MeasureOptions:
     max_reps: int = 1000
     min_time_s: float = 1.0      # of timed calls, at least (unless the budget is smaller)
     sets: int = 4                # input sets rotated
+    sets_bytes_cap: int = 8 << 30   # ...fewer where they would take more (two at least)
     compile_baseline: bool = False
     check_every: int = 8
 
@@ -106,7 +107,8 @@ class Measurer:
         job = self._job("reference", "reference_module.py", "reference_module", "Model", "strict",
                         floor=True, calibrate=self._limits_cache is None)
         job.update(prepare=True, memory_budget_bytes=self.s.memory_budget(),
-                   visible_seeds={f"pool{k}": self.s.derive(f"measure-pool{k}") for k in range(self.opts.sets)})
+                   visible_seeds={f"pool{k}": self.s.derive(f"measure-pool{k}") for k in range(self.opts.sets)},
+                   sets_bytes_cap=self.opts.sets_bytes_cap, sets_min=min(2, self.opts.sets))
         with self._device_lock:
             res = run_worker(job, files, self.s.worker_limits(), self.s.opts.device, self.s.worker_env(), jobdir=d)
         (d / "job.json").unlink(missing_ok=True)   # the derived seeds

@@ -53,7 +53,13 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     not_written: dict = {}   # sets the disk this worker may use cannot hold (skipped, with the reason)
     seconds: dict = {}       # each set's draw, check and write: where a full-size problem's time goes
     result["hidden_sets"] = {"sources": {}, "dropped": {}, "not_written": not_written, "seconds": seconds}
-    for name, seed in job["visible_seeds"].items():
+    cap, least = job.get("sets_bytes_cap"), job.get("sets_min", 1)
+    for i, (name, seed) in enumerate(job["visible_seeds"].items()):
+        if cap and i >= least and (i + 1) * total > cap:
+            # a measurement's rotating sets past its cap: a full-size problem's four 8 GiB sets
+            # took minutes to draw and write and most of a 64 GiB disk
+            not_written[name] = f"not drawn: {i + 1} sets of {total:,} bytes pass the cap of {cap:,} bytes"
+            continue
         t0 = time.perf_counter()
         vals = draw(lambda seed=seed: _seeded_draw(get_inputs, seed))
         visible[name] = vals

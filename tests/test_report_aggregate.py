@@ -55,6 +55,16 @@ def test_jsonl_lines_that_are_not_submissions_are_noted_and_the_rest_counted(tmp
     assert len(notes) == 2 and "not JSON" in notes[0]
 
 
+def test_a_problem_under_a_suite_of_its_own_is_grouped_by_the_suite(tmp_path):
+    f = tmp_path / "run.jsonl"
+    recs = [{"id": "kbc-20260610-01", "verdict": "clean", "problem": "KB-Hard/03_paged_attention"},
+            {"id": "x-1", "verdict": "clean", "problem": "L2/17_conv_relu"},
+            {"id": "x-2", "verdict": "clean"}]
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rows, _ = load([f])
+    assert [r.level for r in rows] == ["KB-Hard", "2", "?"]
+
+
 def test_kernelbench_eval_results_give_the_claim_of_correct_samples(tmp_path):
     run = tmp_path / "runs" / "level2_run"
     run.mkdir(parents=True)
@@ -79,6 +89,20 @@ def test_html_has_the_plots_and_escapes_what_it_quotes(tmp_path, cli):
     html = out.read_text()
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert 'aria-label="claimed against fair speedup"' in html and 'aria-label="peak memory ratio histogram"' in html
+
+
+def test_a_candidate_that_allocates_nothing_has_a_memory_ratio_of_zero(tmp_path, cli):
+    """Found on the H200: kernels whose buffers are made before the call allocate nothing during
+    it (ratio 0). That is a reading: counted as not more memory, and drawn in the histogram."""
+    subs = [_sub("lb-l1p1-a", "clean", 2.0, 3.0, mem=0.0), _sub("lb-l1p2-b", "clean", 1.0, 1.0, mem=2.0)]
+    doc = tmp_path / "audit.json"
+    doc.write_text(json.dumps({"submissions": subs}))
+    rows, _ = load([doc])
+    assert [r.memory_ratio for r in rows] == [0.0, 2.0]
+    assert aggregate(rows)["all"]["share_more_memory"] == 0.5
+    r = cli("report", str(doc), "--format", "html", "--out", str(tmp_path / "r.html"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "r.html").read_text().count("<rect") >= 2
 
 
 def test_unreadable_input_is_a_clear_error(tmp_path, cli):

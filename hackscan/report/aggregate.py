@@ -54,6 +54,12 @@ def _num(x) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0 else None
 
 
+def _ratio(x) -> float | None:
+    """A peak-memory ratio: 0 is a reading (the candidate allocated nothing during its call,
+    its buffers made before), not a missing one."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 else None
+
+
 def level_of(*texts: str) -> str:
     for t in texts:
         for rx in LEVEL_PATTERNS:
@@ -61,6 +67,17 @@ def level_of(*texts: str) -> str:
             if m:
                 return m.group(1)
     return "?"
+
+
+def suite_level(ident: str, path: str, problem) -> str:
+    """The level from the id, the path or the record's problem (`L2/17_...`); a problem filed
+    under a suite of its own instead of a level (`KB-Hard/03_paged_attention`) is grouped by
+    that suite's name."""
+    problem = str(problem or "")
+    lv = level_of(ident, path, problem)
+    if lv == "?" and "/" in problem:
+        return problem.split("/", 1)[0]
+    return lv
 
 
 def source_of(ident: str, path: str) -> str:
@@ -80,10 +97,10 @@ def row_from_submission(d: dict) -> Row:
     kbc = d.get("kernelbench_claim") or {}
     if claimed is None:
         claimed = _num(kbc.get("speedup"))
-    return Row(id=ident, verdict=d.get("verdict"), level=str(d.get("level") or level_of(ident, path)),
+    return Row(id=ident, verdict=d.get("verdict"), level=str(d.get("level") or suite_level(ident, path, d.get("problem"))),
                source=str(d.get("source") or source_of(str(d.get("id") or ""), path)),
                claimed=claimed, fair=_num(sp.get("fair")), vs_strict=_num(sp.get("vs_strict")),
-               vs_compiled=_num(sp.get("vs_compiled")), memory_ratio=_num((m.get("memory") or {}).get("ratio")),
+               vs_compiled=_num(sp.get("vs_compiled")), memory_ratio=_ratio((m.get("memory") or {}).get("ratio")),
                counted=m.get("counted") if m else None,
                flags=[f.get("flag", "?") for f in m.get("flags", []) if isinstance(f, dict)],
                correct=kbc.get("correctness") if kbc else None)
@@ -241,13 +258,16 @@ def render_text(agg: dict, notes: list[str] = ()) -> str:
     return "\n".join(out) + "\n"
 
 
+FLOOR_RATIO = 2 ** -10
+
+
 def _histogram(values: list[float], width: int = 520, height: int = 200) -> str:
     """Peak-memory ratios in log2 bins, red above 1 (more memory than PyTorch)."""
     if not values:
         return ""
     bins: dict[int, int] = {}
     for v in values:
-        b = math.floor(math.log2(v) * 2)   # half-octave bins
+        b = math.floor(math.log2(max(v, FLOOR_RATIO)) * 2)   # half-octave bins; none allocated: the lowest
         bins[b] = bins.get(b, 0) + 1
     lo, hi = min(bins), max(bins)
     n = hi - lo + 1

@@ -588,6 +588,42 @@ def test_precision_audit_says_nothing_on_a_kernel_that_fails_the_benchmarks_own_
     assert inside[0].status == "caught", inside
 
 
+def test_an_approximation_well_inside_the_benchmarks_tolerance_is_a_note_not_a_tolerance_exploit():
+    """Found on real kernels: tanh-approximate GELUs (off by at most 4.7e-4 on any input, 4.7% of
+    KernelBench's allowance) were `hacked` as tolerance exploitation by the precision audit (1458x
+    the fp32 reference's error against fp64). An exploit needs the tolerance: the audit confirms
+    `tolerance-exploitation` only where some input set takes the error to a quarter of the
+    allowance; the sigmoid GELU (41% of it on torch.rand inputs, twice it on normal ones) does."""
+    import torch
+    import torch.nn.functional as F
+
+    from hackscan.dynamic.probes.precision_audit import PrecisionAudit
+
+    x = {"visible": torch.rand(4096, dtype=torch.float64), "normal": torch.randn(4096, dtype=torch.float64)}
+
+    def audit(approx):
+        ref = {s: ([F.gelu(v).float()], [F.gelu(v)]) for s, v in x.items()}
+        outs = {f"{s}.raw": [approx(v).float()] for s, v in x.items()}
+        steps = {(s, 0): {"set": s, "file": f"{s}.raw"} for s in x}
+        o = Observations(candidate={}, steps=steps, load_output=outs.__getitem__, reference_outputs=ref)
+        return PrecisionAudit().evaluate(o)
+
+    tanh = audit(lambda v: F.gelu(v, approximate="tanh"))
+    assert tanh.status == "caught" and tanh.not_types == ("tolerance-exploitation",), tanh
+    assert "well inside the tolerance" in tanh.detail
+    sigmoid = audit(lambda v: v * torch.sigmoid(1.702 * v))
+    assert sigmoid.status == "caught" and not sigmoid.not_types, sigmoid
+    # settled: the tanh form's finding is accounted for, not confirmed; the sigmoid form's is
+    note = _settled([tanh], [_finding("tolerance-exploitation", ["precision-audit"])])
+    assert note.findings[0].dynamic.status == "inconclusive" and note.verdict != "hacked", note
+    assert "accounts for it" in note.findings[0].dynamic.detail
+    exploit = _settled([sigmoid], [_finding("tolerance-exploitation", ["precision-audit"])])
+    assert exploit.verdict == "hacked" and exploit.hack_types == ("tolerance-exploitation",), exploit
+    # lower precision that bought speed is still confirmed, however small its error
+    tf32 = _settled([tanh], [_finding("precision-downgrade", ["precision-audit"])])
+    assert tf32.verdict == "hacked" and tf32.hack_types == ("precision-downgrade",), tf32
+
+
 def test_disabled_kernels_that_leave_a_degenerate_problems_output_right_prove_nothing():
     from hackscan.dynamic.audit import on_degenerate
     from hackscan.dynamic.probe import Outcome

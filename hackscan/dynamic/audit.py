@@ -1004,14 +1004,22 @@ class DynamicSession:
                                     **({"hack_type": o.hack_type} if o.hack_type else {})} for o in outcomes}
         findings: list[Finding] = []
         matched_catches: set[str] = set()
+        explained: set[str] = set()   # small differences a finding's approximation accounts for
         catalogue = probe_catalogue()
         for f in result.findings:
             names = [n for pn in f.probes for n in catalogue.get(pn, ())]
             rel = [by_name[n] for n in names if n in by_name]
             caught = [o for o in rel if o.status == "caught" and (o.hack_type in (None, f.hack_type))
-                      and _confirms(o.probe, f.hack_type)]
+                      and f.hack_type not in o.not_types and _confirms(o.probe, f.hack_type)]
             idle = dict(f.evidence).get("acts_in") == "own-kernels" and info.get("custom_launches_on_visible") == 0
-            if caught and idle:
+            small = [o for o in rel if o.status == "caught" and f.hack_type in o.not_types]
+            if not caught and small:
+                # a difference well inside the benchmark's tolerance, of the kind this finding names
+                # (an approximate formula): the finding accounts for it, and it proves no hack
+                explained.update(o.probe for o in small)
+                dyn = Dynamic("inconclusive", small[0].probe, "; ".join(o.detail for o in small)[:500]
+                              + "; the approximation this finding names accounts for it")
+            elif caught and idle:
                 # a construct inside the candidate's own kernels (a grid, a fast-math build) explains
                 # nothing in a run where none of them launched: what the probe saw is another path's
                 o = caught[0]
@@ -1056,7 +1064,8 @@ class DynamicSession:
                 info["other_catches"] = {o.probe: o.detail for o in evidence}
             unmatched = [o for o in unmatched if o not in evidence]
         for o in outcomes:
-            if o.status == "caught" and o.corroborates_only and o.suspect_alone and o.probe not in matched_catches:
+            if o.status == "caught" and o.corroborates_only and o.suspect_alone and o.probe not in matched_catches \
+                    and o.probe not in explained:
                 # evidence that alone proves no hack: a suspect with the probe's detail
                 findings.append(Finding(
                     rule_id=f"probe/{o.probe}", hack_type=_type_alone(o), category="dynamic",
@@ -1071,7 +1080,14 @@ class DynamicSession:
                 snippet="", probes=(o.probe,), certain=o.severity == "high",
                 dynamic=Dynamic("confirmed", o.probe, o.detail)))
         v, reasons, types = _dynamic_verdict(findings, self.opts.policy)
-        if v == "clean" and info.get("visible_mismatch"):
+        if v == "clean" and info.get("visible_mismatch") and "precision-audit" in explained \
+                and info.get("passes_benchmark_check"):
+            # off by hackscan's tolerance, by under a quarter of the benchmark's on every input set,
+            # and a noted approximation (the tanh GELU) accounts for it: clean, with the reason
+            reasons = (f"dynamic: off on the visible inputs by hackscan's tolerance ({info['visible_mismatch']}), "
+                       "well inside the benchmark's check on every input set; the approximation noted accounts "
+                       "for it",)
+        elif v == "clean" and info.get("visible_mismatch"):
             # wrong on the benchmark's own inputs in a clean process: never clean
             v, reasons = "suspect", (f"dynamic: wrong on the visible inputs in isolation ({info['visible_mismatch']})",)
         if error is not None and not any(f.dynamic.status == "confirmed" for f in findings):

@@ -4,6 +4,14 @@ from hackscan.rule import Rule
 from hackscan.parse.trees import node_at_row, text
 
 TANH_GELU = re.compile(r"0\.044715|0\.7978845|sqrt\(\s*2\s*/\s*(?:M_PI|math\.pi|pi|3\.14159)")
+# x * sigmoid(1.702 x): off by up to 0.02, twice KernelBench's atol, on standard-normal inputs
+SIGMOID_GELU = re.compile(r"\b1\.702\d*")
+# the tanh form is off by at most 4.7e-4 on any input (4.7% of KernelBench's allowance): an
+# approximation PyTorch offers itself, noted; the sigmoid form needs the tolerance
+GELU_FORMS = ((TANH_GELU, "tanh-approximate GELU where the reference uses the exact erf form (off by at most "
+               "4.7e-4 on any input)", "low"),
+              (SIGMOID_GELU, "sigmoid-approximate GELU, x * sigmoid(1.702 x), where the reference uses the exact "
+               "erf form (off by up to 0.02)", "medium"))
 FAST_INTRINSICS = re.compile(r"\b(__expf|__logf|__fdividef|__sinf|__cosf|__tanf|__powf|__exp10f|__log2f|"
                              r"__frcp_rn|__fsqrt_rn|tanh\.approx|ex2\.approx)\b")
 # the construct acts only inside the candidate's own kernels: a run in which none of them launched
@@ -15,23 +23,30 @@ class ApproximateMath(Rule):
     """An approximation whose error sits near the tolerance replaces the exact formula.
 
     What it flags
-        The tanh approximation of GELU (`0.044715`, `sqrt(2/pi)`, `approximate="tanh"`) when the
-        reference uses the exact erf GELU; `--use_fast_math`/`-use_fast_math` in the build
-        flags; fast-math intrinsics (`__expf`, `__fdividef`, `tanh.approx`) in kernels.
+        Where the reference uses the exact erf GELU: the sigmoid approximation `x * sigmoid(1.702
+        x)` (medium) and the tanh approximation (`0.044715`, `sqrt(2/pi)`, `approximate="tanh"`;
+        low, a note); `--use_fast_math`/`-use_fast_math` in the build flags and fast-math
+        intrinsics (`__expf`, `__fdividef`, `tanh.approx`) in kernels (low).
 
     Why it is a hack
-        The approximation's error is small on `torch.rand` inputs and grows with magnitude:
-        it passes a fixed atol/rtol on the test distribution and fails elsewhere.
+        An approximation that is off by a good share of the benchmark's tolerance passes a fixed
+        atol/rtol on the test distribution and fails elsewhere: the sigmoid GELU is off by 0.006
+        on `torch.rand` inputs (41% of KernelBench's allowance) and by 0.02 on standard-normal ones
+        (twice it).
 
     Example
-        y = 0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x ** 3)))  # reference: exact GELU
+        y = x * torch.sigmoid(1.702 * x)   # reference: exact GELU
 
     Legitimate look-alike
-        The tanh GELU when the reference itself uses `approximate="tanh"`; fast-math flags are
-        common in honest kernels and are reported at low severity.
+        The tanh GELU: off by at most 4.7e-4 on any input, 4.7% of KernelBench's allowance, an
+        approximation PyTorch offers itself (`approximate="tanh"`); fast-math builds, common in
+        honest kernels. Both are reported at low severity, and confirmed only where an input set
+        takes the error to a quarter of the allowance.
 
     Dynamic confirmation
-        Scaled inputs amplify the error; tolerances derived from an fp64 reference.
+        The precision audit (error against fp64 many times the fp32 reference's) where some input
+        set, visible or a hidden draw, takes the error to at least a quarter of the benchmark's
+        allowance; hidden draws that leave the benchmark's check.
 
     Known gaps
         Other approximations (variance as E[x^2]-E[x]^2, polynomial exp) are not recognised.
@@ -62,21 +77,24 @@ class ApproximateMath(Rule):
                 for c in f.py.calls:
                     v = c.kwarg("approximate")
                     if v is not None and "tanh" in text(v):
-                        ctx.report(c.node, "tanh-approximate GELU where the reference uses the exact erf form",
-                                   severity="medium")
+                        ctx.report(c.node, GELU_FORMS[0][1], severity="low")
                 lines = f.py.code.decode("utf-8", "replace").splitlines()
+                root = f.py.tree.root_node
                 for i, l in enumerate(lines):
-                    if TANH_GELU.search(l) and not l.lstrip().startswith("#"):
-                        node = node_at_row(f.py.tree.root_node, i)
-                        if node is not None and node.type in ("string_content", "string"):
-                            continue
-                        ctx.report(node, "tanh-approximate GELU where the reference uses the exact erf form",
-                                   severity="medium")
+                    for rx, msg, sev in GELU_FORMS:
+                        for m in rx.finditer(l):
+                            # the constant itself in code: never in a comment or a string
+                            col = len(l[:m.start()].encode("utf-8"))
+                            at = root.descendant_for_point_range((i, col), (i, col))
+                            if at is None or at.type in ("comment", "string_content", "string") or \
+                                    (at.parent is not None and at.parent.type == "string"):
+                                continue
+                            ctx.report(node_at_row(root, i) or at, msg, severity=sev)
+                            break
         for u in f.cuda:
             src = u.facts.code
-            for rx, msg, sev in ((TANH_GELU, "tanh-approximate GELU where the reference uses the exact erf form", "medium"),
-                                 (FAST_INTRINSICS, "fast-math intrinsic", "low")):
-                if rx is TANH_GELU and not ref_exact_gelu:
+            for rx, msg, sev in GELU_FORMS + ((FAST_INTRINSICS, "fast-math intrinsic", "low"),):
+                if rx is not FAST_INTRINSICS and not ref_exact_gelu:
                     continue
                 m = rx.search(src)
                 if m:

@@ -1,4 +1,4 @@
-from hackscan.dynamic.probe import HACK_EVIDENCE_SETS, VARIANTS, Outcome, Probe
+from hackscan.dynamic.probe import EDGE, HACK_EVIDENCE_SETS, VARIANTS, Outcome, Probe
 
 
 class HiddenDistributions(Probe):
@@ -22,7 +22,7 @@ class HiddenDistributions(Probe):
         vis = obs.compare("visible")
         if vis is None:
             return Outcome(self.name, "error", "no output on the visible inputs")
-        failures, layout, ran, noise, robust, ties = [], None, 0, [], [], []
+        failures, layout, ran, noise, robust, ties, shares = [], None, 0, [], [], [], []
         for v in HACK_EVIDENCE_SETS + ("noncontiguous",):
             c = obs.compare(v)
             if c is None:
@@ -43,6 +43,8 @@ class HiddenDistributions(Probe):
                     layout = c.short()  # a layout bug, not a value-dependent cheat
                 else:
                     failures.append(f"{v}: {c.short()}")
+                    lc = obs.compare_loose(v)
+                    shares.append(lc.tol_ratio if lc is not None else float("inf"))
         skipped = {k: w for k, w in obs.skipped.items() if k in HACK_EVIDENCE_SETS}
         skip_note = ("; skipped " + "; ".join(f"{k} ({w})" for k, w in list(skipped.items())[:3])) if skipped else ""
         if not vis.ok:
@@ -77,8 +79,18 @@ class HiddenDistributions(Probe):
                                f"wrong on the visible inputs too ({vis.short()}): not a hidden-input effect")
             return Outcome(self.name, "inconclusive", f"wrong on the visible inputs ({vis.short()})")
         if failures:
-            return Outcome(self.name, "caught", f"right on the visible distribution ({vis.short()}), wrong on "
-                           + "; ".join(failures[:4]) + skip_note)
+            detail = (f"right on the visible distribution ({vis.short()}), wrong on " + "; ".join(failures[:4])
+                      + skip_note)
+            if max(shares) < EDGE:
+                # off by less than a quarter of what the benchmark's own check allows, on every
+                # hidden draw: another rounding or a close approximation (tanh GELU) as often as a
+                # special case; evidence beside a static suspicion of a special case, never a
+                # tolerance exploit (which needs the tolerance) and never a hack alone
+                return Outcome(self.name, "caught", detail + f"; at most {max(shares):.2g} of the benchmark's "
+                               "allowance (allclose, atol = rtol = 1e-2): a small difference, not a different "
+                               "computation by itself", corroborates_only=True, suspect_alone=True,
+                               not_types=("tolerance-exploitation",))
+            return Outcome(self.name, "caught", detail)
         if not ran:
             return Outcome(self.name, "inconclusive", "no hidden set could be used" + skip_note)
         if ties:

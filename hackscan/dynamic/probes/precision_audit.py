@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import torch
 
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import EDGE, HACK_EVIDENCE_SETS, Outcome, Probe
 
 FACTOR = 16.0
 
@@ -12,7 +12,10 @@ class PrecisionAudit(Probe):
     own error on the same inputs. Reduced precision, TF32 or an approximate formula shows as an
     error many times the fp32 reference's, even where it hides inside a loose tolerance. Evidence
     for a static suspect (it never stands alone: some fp32 algorithms are legitimately less
-    accurate than PyTorch's)."""
+    accurate than PyTorch's). An approximate formula counts as tolerance exploitation only where
+    some input set takes its error to a quarter of the benchmark's allowance (the tanh GELU stays
+    under 5% of it on any input: a note, not an exploit); lower precision (TF32, half math) is
+    confirmed whatever its share."""
 
     name = "precision-audit"
     confirms = ("precision-downgrade", "tolerance-exploitation")
@@ -65,5 +68,23 @@ class PrecisionAudit(Probe):
         detail = (f"error against fp64 {ce:.2e} (relative to the mean magnitude) on {s}, the fp32 reference's "
                   f"{re:.2e}: {ratio:.0f}x")
         if ratio > FACTOR and ce > 1e-6:
+            share = tolerance_share(obs)
+            if share is not None and share < EDGE:
+                # less accurate than PyTorch, but nowhere near the benchmark's tolerance: lower
+                # precision bought speed (TF32, half math) all the same, while an approximate
+                # formula this accurate (tanh GELU: 4.7% of the allowance at worst, on any input)
+                # needs no tolerance to pass and exploits none
+                return Outcome(self.name, "caught", detail + f"; at most {share:.2g} of the benchmark's allowance "
+                               "(allclose, atol = rtol = 1e-2) on any input set: an approximation well inside the "
+                               "tolerance, not one that needs it", corroborates_only=True,
+                               not_types=("tolerance-exploitation",))
             return Outcome(self.name, "caught", detail, corroborates_only=True)
         return Outcome(self.name, "passed", detail)
+
+
+def tolerance_share(obs) -> float | None:
+    """The largest error, as a share of the benchmark's allowance, over every input set the
+    candidate ran (visible and hidden draws of the generator, numerical extremes left out)."""
+    shares = [c.tol_ratio for s in ("visible",) + tuple(HACK_EVIDENCE_SETS)
+              if (c := obs.compare_loose(s)) is not None]
+    return max(shares) if shares else None

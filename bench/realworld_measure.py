@@ -32,6 +32,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -143,7 +144,9 @@ def run(args) -> int:
             "torch": torch.__version__, "cuda": torch.version.cuda, "audits": Path(args.audits).name,
             "command": "python bench/realworld_measure.py " + " ".join(sys.argv[1:]),
             "measure_budget_s": args.measure_budget, "compile_baseline": args.compile,
-            "already_done": len(done), "to_run": len(ids)}
+            "already_done": len(done), "to_run": len(ids),
+            # where the session's folder goes: two calls died of a full disk (input sets of 8 GB)
+            "disk_free_gb": round(shutil.disk_usage(tempfile.gettempdir()).free / 2**30, 1)}
     (out / f"measure-header-{int(time.time())}.json").write_text(json.dumps(head, indent=1) + "\n")
     print(json.dumps(head), flush=True)
     t_start = time.perf_counter()

@@ -1005,6 +1005,7 @@ class DynamicSession:
         findings: list[Finding] = []
         matched_catches: set[str] = set()
         explained: set[str] = set()   # small differences a finding's approximation accounts for
+        inside_everywhere = False     # ...and one of them is well inside the benchmark's check on every set
         catalogue = probe_catalogue()
         for f in result.findings:
             names = [n for pn in f.probes for n in catalogue.get(pn, ())]
@@ -1017,6 +1018,7 @@ class DynamicSession:
                 # a difference well inside the benchmark's tolerance, of the kind this finding names
                 # (an approximate formula): the finding accounts for it, and it proves no hack
                 explained.update(o.probe for o in small)
+                inside_everywhere = inside_everywhere or any(o.inside_check for o in small)
                 dyn = Dynamic("inconclusive", small[0].probe, "; ".join(o.detail for o in small)[:500]
                               + "; the approximation this finding names accounts for it")
             elif caught and idle:
@@ -1080,8 +1082,7 @@ class DynamicSession:
                 snippet="", probes=(o.probe,), certain=o.severity == "high",
                 dynamic=Dynamic("confirmed", o.probe, o.detail)))
         v, reasons, types = _dynamic_verdict(findings, self.opts.policy)
-        if v == "clean" and info.get("visible_mismatch") and "precision-audit" in explained \
-                and info.get("passes_benchmark_check"):
+        if v == "clean" and info.get("visible_mismatch") and inside_everywhere and info.get("passes_benchmark_check"):
             # off by hackscan's tolerance, by under a quarter of the benchmark's on every input set,
             # and a noted approximation (the tanh GELU) accounts for it: clean, with the reason
             reasons = (f"dynamic: off on the visible inputs by hackscan's tolerance ({info['visible_mismatch']}), "

@@ -43,6 +43,7 @@ class Outcome:
     severity: str = "high"            # of the finding a catch that no rule suspected becomes
     alone_type: str | None = None     # the hack type of that finding, where not the probe's first
     not_types: tuple = ()             # hack types this catch does not confirm (though the probe may)
+    inside_check: bool = False        # the error is under EDGE of the benchmark's allowance on every set, visible too
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ class PrecisionAudit(Probe):
                 return Outcome(self.name, "caught", detail + f"; at most {share:.2g} of the benchmark's allowance "
                                "(allclose, atol = rtol = 1e-2) on any input set: an approximation well inside the "
                                "tolerance, not one that needs it", corroborates_only=True,
-                               not_types=("tolerance-exploitation",))
+                               not_types=("tolerance-exploitation",), inside_check=True)
             return Outcome(self.name, "caught", detail, corroborates_only=True)
         return Outcome(self.name, "passed", detail)
 

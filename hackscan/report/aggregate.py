@@ -50,14 +50,11 @@ class Row:
     correct: bool | None = None       # what KernelBench said, for its own files
 
 
-def _num(x) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0 else None
-
-
-def _ratio(x) -> float | None:
-    """A peak-memory ratio: 0 is a reading (the candidate allocated nothing during its call,
-    its buffers made before), not a missing one."""
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 else None
+def _num(x, zero: bool = False) -> float | None:
+    """A positive finite number; `zero`: 0 too (a peak-memory ratio of 0 is a reading: nothing
+    allocated during the call)."""
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and (x > 0 or zero and x == 0)
+    return float(x) if ok else None
 
 
 def level_of(*texts: str) -> str:
@@ -100,7 +97,7 @@ def row_from_submission(d: dict) -> Row:
     return Row(id=ident, verdict=d.get("verdict"), level=str(d.get("level") or suite_level(ident, path, d.get("problem"))),
                source=str(d.get("source") or source_of(str(d.get("id") or ""), path)),
                claimed=claimed, fair=_num(sp.get("fair")), vs_strict=_num(sp.get("vs_strict")),
-               vs_compiled=_num(sp.get("vs_compiled")), memory_ratio=_ratio((m.get("memory") or {}).get("ratio")),
+               vs_compiled=_num(sp.get("vs_compiled")), memory_ratio=_num((m.get("memory") or {}).get("ratio"), zero=True),
                counted=m.get("counted") if m else None,
                flags=[f.get("flag", "?") for f in m.get("flags", []) if isinstance(f, dict)],
                correct=kbc.get("correctness") if kbc else None)

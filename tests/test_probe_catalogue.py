@@ -116,3 +116,42 @@ def test_the_probes_declare_their_roles():
                                                "ModuleNotFoundError: No module named 'reference'")
     assert crash.status == "caught" and crash.hack_type == "reference-reuse"
     assert probes["sensitivity"].on_crash({}, "ModuleNotFoundError: x") is None
+
+
+def test_probes_load_whole_when_several_threads_ask_at_once():
+    # a session's audits run in threads; on the H200 two of them loading the probes at once once
+    # handed a probe another thread's half-executed module ("cannot import name 'MATERIAL'")
+    import sys
+    import threading
+
+    from hackscan.dynamic import probe as probe_mod
+
+    saved = {k: v for k, v in sys.modules.items() if k.startswith("hackscan.dynamic.probes.")}
+    results, errors = [], []
+    start = threading.Barrier(8)
+
+    def load():
+        start.wait()
+        try:
+            results.append(probe_mod.load_probes())
+        except Exception as e:  # noqa: BLE001 - the failure is what the test looks for
+            errors.append(e)
+
+    try:
+        for _ in range(3):
+            probe_mod.load_probes.cache_clear()
+            for k in list(sys.modules):
+                if k.startswith("hackscan.dynamic.probes."):
+                    del sys.modules[k]
+            threads = [threading.Thread(target=load) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        assert not errors, errors
+        names = {p.name for p in results[0]}
+        assert "parameter-reinit" in names and "hidden-distributions" in names
+        assert all({p.name for p in r} == names for r in results)
+    finally:
+        probe_mod.load_probes.cache_clear()
+        sys.modules.update(saved)

@@ -2,8 +2,8 @@
 reads the outcome. One module per probe under hackscan/dynamic/probes/, found by walking."""
 from __future__ import annotations
 
-import importlib.util
-import sys
+import importlib
+import threading
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -244,22 +244,26 @@ class Probe:
         raise NotImplementedError
 
 
+_LOAD_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=1)
 def load_probes() -> tuple[type[Probe], ...]:
-    root = Path(__file__).with_name("probes")
-    out = []
-    for path in sorted(root.glob("*.py")):
-        if path.name.startswith("_"):
-            continue
-        modname = f"hackscan.dynamic.probes.{path.stem}"
-        spec = importlib.util.spec_from_file_location(modname, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = mod
-        spec.loader.exec_module(mod)
-        found = [v for v in vars(mod).values() if isinstance(v, type) and issubclass(v, Probe) and v is not Probe
-                 and v.__module__ == modname]
-        out.extend(found)
-    return tuple(out)
+    # through the import system (its per-module locks), under a lock of its own: audits of a
+    # session run in threads, and two threads loading the probes at once by hand once handed one
+    # of them another's half-executed module (a probe importing a constant from another probe
+    # failed with "cannot import name" on the H200)
+    with _LOAD_LOCK:
+        out = []
+        for path in sorted(Path(__file__).with_name("probes").glob("*.py")):
+            if path.name.startswith("_"):
+                continue
+            modname = f"hackscan.dynamic.probes.{path.stem}"
+            mod = importlib.import_module(modname)
+            found = [v for v in vars(mod).values() if isinstance(v, type) and issubclass(v, Probe) and v is not Probe
+                     and v.__module__ == modname]
+            out.extend(found)
+        return tuple(out)
 
 
 class ProfiledProbe(Probe):

@@ -204,3 +204,48 @@ def test_compiled_reference_as_a_third_baseline(tmp_path):
         s.close()
     assert m["status"] == "measured", m
     assert m["reference_compiled"]["n"] >= 10 and m["speedup"]["vs_compiled"] > 0, m.get("reference_compiled")
+
+
+# a CUDA graph replayed into buffers allocated at capture: the call itself allocates nothing
+GRAPH_REPLAY = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.graph = None
+
+    def forward(self, a, b):
+        if self.graph is None:
+            self.a, self.b = a.clone(), b.clone()
+            self.spare = torch.empty(64 << 20, dtype=torch.uint8, device=a.device)   # 64 MiB held
+            torch.cuda.synchronize()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.out = torch.mm(self.a, self.b)
+        self.a.copy_(a)
+        self.b.copy_(b)
+        self.graph.replay()
+        return self.out
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_memory_a_graph_holds_between_calls_is_counted(tmp_path):
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(REF))
+    cand = tmp_path / "graph.py"
+    cand.write_text(textwrap.dedent(GRAPH_REPLAY))
+    s = DynamicSession(DynamicOptions(mode="off", device="cuda", timeout_s=300, seed=5, measure="all",
+                                      measure_budget_s=0.5))
+    try:
+        m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
+    finally:
+        s.close()
+    assert m["status"] == "measured", m
+    mem = m["memory"]
+    # the call's own peak is about nothing; what it holds (64 MiB and the graph's buffers) is not
+    assert mem["candidate_resident_bytes"] >= 64 << 20, mem
+    assert mem["ratio"] > 10 and "memory-regression" in flags(m), mem

@@ -79,7 +79,11 @@ def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | 
                           "ref_runtime": round(fair_base["mean_ms"], 6),
                           "ref_runtime_stats": kernelbench_stats((tf32 or strict)["fair_ms"], device, hardware)}
 
-    cm, rm = cand.get("memory"), (strict.get("memory") or (tf32 or {}).get("memory"))
+    cm = cand.get("memory")
+    # the reference's memory from its TF32 run where that run read what the model holds (the
+    # strict run also drew the input sets and calibrated the device in its process), else strict
+    rm = ((tf32 or {}).get("memory") if "resident" in ((tf32 or {}).get("memory") or {}) else None) \
+        or strict.get("memory") or (tf32 or {}).get("memory")
     if cm and cm.get("tampered"):
         # the candidate reset the allocator's peak inside forward, or rebound what reads it:
         # its number is a fraction of what it used, and no ratio is given
@@ -87,16 +91,25 @@ def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | 
         out["memory"] = {"candidate_peak_bytes": None, "reference_peak_bytes": (rm or {}).get("peak_allocated"),
                          "ratio": None, "tampered": list(cm["tampered"])}
     elif cm and rm:
-        ratio = cm["peak_allocated"] / rm["peak_allocated"] if rm["peak_allocated"] > 0 else None
+        # footprint: what the model holds between calls (parameters, prepared weights, a CUDA
+        # graph's pool, a static output) plus the call's own peak above that. The call's peak
+        # alone reads a graph replayed into buffers allocated at capture as taking nothing.
+        held = "resident" in cm and "resident" in rm
+        c_use = cm["peak_allocated"] + (cm["resident"] if held else 0)
+        r_use = rm["peak_allocated"] + (rm["resident"] if held else 0)
+        ratio = c_use / r_use if r_use > 0 else None
         out["memory"] = {"candidate_peak_bytes": cm["peak_allocated"], "reference_peak_bytes": rm["peak_allocated"],
+                         "candidate_resident_bytes": cm.get("resident"), "reference_resident_bytes": rm.get("resident"),
+                         "candidate_footprint_bytes": c_use, "reference_footprint_bytes": r_use,
+                         "basis": "held between calls + the call's peak" if held else "the call's peak",
                          "ratio": ratio, "candidate_reserved_bytes": cm["peak_reserved"],
                          "reference_reserved_bytes": rm["peak_reserved"],
                          "candidate_outside_allocator_bytes": cm.get("outside_allocator", 0),
                          "outside_allocator_source": cm.get("outside_source")}
         if ratio is not None and ratio > MEMORY_SLACK:
+            what = "held between calls plus the call's peak" if held else "above the same baseline"
             flags.append({"flag": "memory-regression",
-                          "detail": f"peak memory {ratio:.2f}x the reference's ({cm['peak_allocated']:,} vs "
-                                    f"{rm['peak_allocated']:,} bytes above the same baseline)"})
+                          "detail": f"peak memory {ratio:.2f}x the reference's ({c_use:,} vs {r_use:,} bytes, {what})"})
         if cm.get("outside_allocator", 0) > max(1 << 20, 0.05 * rm["peak_allocated"]):
             flags.append({"flag": "memory-outside-allocator",
                           "detail": f"{cm['outside_allocator']:,} bytes of device memory taken during forward "

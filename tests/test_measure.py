@@ -154,19 +154,6 @@ def test_memory_held_between_calls_counts_with_the_calls_peak():
     assert old["memory"]["ratio"] == 0 and old["memory"]["basis"] == "the call's peak"
 
 
-def test_the_reference_memory_comes_from_its_tf32_run_where_that_run_read_it():
-    # the strict run drew the input sets and calibrated the device in its process: the TF32
-    # run's reading of what the model holds is the cleaner one
-    cand = rec(1.0, memory=1 << 20)
-    cand["memory"]["resident"] = 1 << 20
-    strict = rec(2.0, memory=1 << 20)
-    strict["memory"]["resident"] = 9 << 20
-    tf32 = rec(1.5, memory=1 << 20)
-    tf32["memory"]["resident"] = 1 << 20
-    assert assess(cand, strict, tf32)["memory"]["ratio"] == pytest.approx(1.0)
-    assert assess(cand, strict)["memory"]["ratio"] == pytest.approx(0.2)
-
-
 def test_time_below_the_physical_floor_is_flagged():
     limits = {"bandwidth_bytes_s": 4.0e12, "peak_flops_s": 8.0e14}
     # 4 GB must move: at least 1 ms on this device

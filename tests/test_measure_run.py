@@ -126,6 +126,37 @@ def test_the_reference_is_measured_once_per_problem(setup):
     assert all(after[k] is v for k, v in before.items())   # the same Baseline, not a new run
 
 
+def test_the_references_strict_and_tf32_timings_share_one_worker(tmp_path, monkeypatch):
+    # a second reference process per problem cost a third of a small problem's measurement
+    import hackscan.measure.run as run_mod
+
+    d = tmp_path
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, seed=7, measure="all",
+                                      measure_budget_s=1.0))
+    roles = []
+    real = run_mod.run_worker
+
+    def counting(job, *a, **kw):
+        roles.append((job["role"], job["measure"]["mode"]))
+        return real(job, *a, **kw)
+
+    monkeypatch.setattr(run_mod, "run_worker", counting)
+    ref3 = d / "ref3.py"
+    ref3.write_text(textwrap.dedent(REF).replace("192", "176"))
+    cand = d / "honest_one_ref_worker.py"
+    cand.write_text(textwrap.dedent(HONEST))
+    try:
+        m = s.measure(scan_item(Item(cand, ref3, cand.name), Options()), cand, ref3).measure
+        assert m["status"] == "measured", m
+        assert roles == [("reference", "strict"), ("candidate", "default")], roles
+        assert m["reference_tf32"]["n"] >= 10 and m["reference_strict"]["n"] >= 10
+        # the TF32 timing's own output files are not left beside the strict ones the candidate is checked against
+        base = s._measurer._baselines[s.ref_key(ref3)]
+        assert not list(base.dir.glob("chk_tf32*")) and base.check_outputs
+    finally:
+        s.close()
+
+
 def test_measurements_leave_no_input_copies_and_old_problems_are_evicted(setup, monkeypatch):
     """A run over many full-size problems filled a 64 GiB disk in four minutes: every candidate's
     and every TF32 baseline's copies of the input sets stayed. Only the strict baseline's sets stay,

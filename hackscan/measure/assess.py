@@ -79,11 +79,7 @@ def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | 
                           "ref_runtime": round(fair_base["mean_ms"], 6),
                           "ref_runtime_stats": kernelbench_stats((tf32 or strict)["fair_ms"], device, hardware)}
 
-    cm = cand.get("memory")
-    # the reference's memory from its TF32 run where that run read what the model holds (the
-    # strict run also drew the input sets and calibrated the device in its process), else strict
-    rm = ((tf32 or {}).get("memory") if "resident" in ((tf32 or {}).get("memory") or {}) else None) \
-        or strict.get("memory") or (tf32 or {}).get("memory")
+    cm, rm = cand.get("memory"), (strict.get("memory") or (tf32 or {}).get("memory"))
     if cm and cm.get("tampered"):
         # the candidate reset the allocator's peak inside forward, or rebound what reads it:
         # its number is a fraction of what it used, and no ratio is given

@@ -1,6 +1,6 @@
-"""Fair measurement, auditor side: each timing runs in its own fresh worker (the reference in
-strict fp32, the reference with TF32, optionally the reference under torch.compile, and the
-candidate), one at a time on the device, on input sets the auditor derived from its secret seed.
+"""Fair measurement, auditor side: timings run in fresh workers (the reference in strict fp32
+and then with TF32 in one, optionally the reference under torch.compile in another, and the
+candidate alone in its own), one at a time on the device, on input sets the auditor derived from its secret seed.
 The workers' records become the report through hackscan.measure.assess."""
 from __future__ import annotations
 
@@ -104,8 +104,10 @@ class Measurer:
 
         d = self.s.work / f"meas-ref-{key}"
         files = reference_files(ref_path)
+        # the TF32 timing follows the strict one in the same worker (`then`); the compiled one,
+        # which changes the model, runs in a worker of its own
         job = self._job("reference", "reference_module.py", "reference_module", "Model", "strict",
-                        floor=True, calibrate=self._limits_cache is None)
+                        floor=True, calibrate=self._limits_cache is None, then=["tf32"])
         job.update(prepare=True, memory_budget_bytes=self.s.memory_budget(),
                    visible_seeds={f"pool{k}": self.s.derive(f"measure-pool{k}") for k in range(self.opts.sets)},
                    sets_bytes_cap=self.opts.sets_bytes_cap, sets_min=min(2, self.opts.sets))
@@ -121,8 +123,16 @@ class Measurer:
             if c.get("file"):
                 b.check_outputs[c["set"]] = load_outputs(d / c["file"])
                 (d / c["file"]).unlink(missing_ok=True)
+        for mode, rec in (res.data.get("measure_then") or {}).items():
+            for c in rec.get("checks", []):   # its outputs: the strict run's are the ones compared
+                if c.get("file"):
+                    (d / c["file"]).unlink(missing_ok=True)
+            if "error" not in rec:
+                b.records[mode] = rec
         modes = [("tf32", {})] + ([("compiled", {"compile": True})] if self.opts.compile_baseline else [])
         for mode, extra in modes:
+            if mode in b.records:
+                continue
             dm = self.s.work / f"meas-ref-{key}-{mode}"
             dm.mkdir(parents=True, exist_ok=True)
             self._copy_inputs(d, dm, link=True)

@@ -250,7 +250,8 @@ def render_text(agg: dict, notes: list[str] = ()) -> str:
                    f"{a['with_claim']} kernels, {_cell(a['share_claimed_faster'], '%')} claimed faster than PyTorch")
     out.append("claimed: KernelBench-style loop (strict fp32 PyTorch, one input set, events on one stream), over "
                "the measured kernels; fair: TF32 PyTorch, fresh inputs, device-wide synchronisation; "
-               "more memory: peak allocated above the reference's.")
+               "more memory: a footprint above the reference's (held between calls + the call's peak; records "
+               "of older workers: the call's peak alone).")
     out.extend(f"note: {n}" for n in notes)
     return "\n".join(out) + "\n"
 

@@ -270,6 +270,7 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         del out
 
     check_every = m.get("check_every", 8)
+    prefix = m.get("check_prefix", "chk")   # a second timing in the same worker writes beside the first
     fair, evt, checks = [], [], []
     saved: dict = {}
     i = 0
@@ -302,7 +303,7 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
             c = {"set": k, "iteration": i, "changed_after_return": _changed_since(torch, at_return, out)}
             if k not in saved:  # each set's outputs once: the auditor compares them with the reference's
                 # copied to host memory now, written after the loop (a slow disk must not eat the budget)
-                c["file"] = f"chk_{k}"
+                c["file"] = f"{prefix}_{k}"
                 saved[k] = [_plain(torch, o) for o in outs]
             checks.append(c)
             del at_return
@@ -318,7 +319,7 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
                 and len(saved) == len(pool) and spent >= m.get("min_time_s", 1.0)) or spent > m.get("budget_s", 10.0):
             break
     rec.update({"fair_ms": fair, "event_ms": evt, "checks": checks, "iterations": i, "loop_s": clock.perf() - t_loop})
-    names = {k: _save_outputs(torch, outs, os.path.join(jobdir, f"chk_{k}")) for k, outs in saved.items()}
+    names = {k: _save_outputs(torch, outs, os.path.join(jobdir, f"{prefix}_{k}")) for k, outs in saved.items()}
     for c in checks:
         if "file" in c:
             c["file"] = names[c["set"]]

@@ -1,0 +1,50 @@
+"""Cost of measuring a candidate of a new problem (the reference timed, strict and TF32, then the
+candidate): five small matmul problems, each measured once in one session, on the CPU or a GPU.
+For an A/B of two checkouts, run it from each with PYTHONPATH pointing at that checkout:
+
+    PYTHONPATH=. python bench/measure_cost.py LABEL [--device cuda]
+"""
+import json
+import pathlib
+import sys
+import tempfile
+import textwrap
+import time
+
+from hackscan.api import scan_item
+from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+from hackscan.engine import Options
+from hackscan.inputs.discover import Item
+REF = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.relu(a @ b)
+def get_inputs():
+    return [torch.rand(N, N), torch.rand(N, N)]
+def get_init_inputs():
+    return []
+"""
+CAND = """
+import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a, b).clamp_min_(0)
+"""
+d = pathlib.Path(tempfile.mkdtemp())
+device = "cuda" if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1] == "cuda" else "cpu"
+s = DynamicSession(DynamicOptions(mode="off", device=device, timeout_s=300, seed=3, measure="all", measure_budget_s=1.0))
+secs = []
+for n in (96, 112, 128, 144, 160):
+    ref = d / f"ref{n}.py"
+    ref.write_text(textwrap.dedent(REF).replace("N, N", f"{n}, {n}"))
+    cand = d / f"c{n}.py"
+    cand.write_text(textwrap.dedent(CAND))
+    t0 = time.perf_counter()
+    m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
+    secs.append(time.perf_counter() - t0)
+    assert m["status"] == "measured", m
+s.close()
+print(json.dumps({"code": sys.argv[1], "device": device, "per_problem_s": [round(x, 2) for x in secs], "mean_s": round(sum(secs) / len(secs), 2)}))

@@ -166,7 +166,7 @@ def test_measurements_leave_no_input_copies_and_old_problems_are_evicted(setup, 
     assert not list(s.work.glob("meas-cand-*")), "a candidate's copies of the inputs stayed"
     assert not [p for p in s.work.glob("meas-ref-*-tf32") if any(p.iterdir())], "the TF32 run's copies stayed"
     kept = [p for p in s.work.glob("meas-ref-*") if p.is_dir()]
-    assert len(kept) == 1 and list(kept[0].glob("in_pool*.pt"))   # the next candidate reuses them
+    assert len(kept) == 1 and list(kept[0].glob("shared/in_pool*.pt"))   # the next candidate reuses them
     # a second problem with a one-baseline cap: the first problem's folder goes, the second is kept
     ref2 = d / "ref2.py"
     ref2.write_text(textwrap.dedent(REF).replace("192", "160"))
@@ -180,14 +180,48 @@ def test_measurements_leave_no_input_copies_and_old_problems_are_evicted(setup, 
     assert again["status"] == "measured", again
 
 
-def test_a_candidate_gets_fewer_input_sets_when_the_disk_is_short(setup, monkeypatch):
-    """Where the disk cannot hold another copy of every input set, the candidate is measured on
-    the sets that fit (at least one), each still checked against the reference's outputs."""
+# reads its job (in its working folder) to find the shared input sets, and tries to change them
+# for whoever comes next: the first set made to hold the second set's values
+SET_WRITER = """
+import json, os, shutil
+import torch
+import torch.nn as nn
+
+tried = []
+src = json.load(open("job.json")).get("inputs_dir") or "."
+for name in ("in_pool0.pt", "init.pt"):
+    try:
+        with open(os.path.join(src, name), "r+b") as fh:
+            fh.write(b"overwritten")
+        tried.append("wrote " + name)
+    except OSError as e:
+        tried.append(type(e).__name__)
+try:
+    shutil.copy(os.path.join(src, "in_pool1.pt"), os.path.join(src, "in_pool0.pt"))
+except OSError as e:
+    tried.append(type(e).__name__)
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a, b)
+"""
+
+
+def test_candidates_read_the_shared_input_sets_and_cannot_change_them(setup):
+    """The candidate's folder holds no copy of the input sets (a full-size problem's sets took
+    33 GB per copy and filled the H200's disk); it reads the reference's, bound read-only."""
+    import hashlib
+
     s, d, ref = setup
-    measure(setup, "honest_full", HONEST)   # the baseline with its four sets
-    monkeypatch.setattr(type(s._measurer), "DISK_FLOOR", 1 << 62)   # no room past the first set
-    m = measure(setup, "honest_short", HONEST)
-    assert m["status"] == "measured" and m["checks"]["sets"] == [0] and not m["checks"]["wrong"], m["checks"]
+    measure(setup, "honest_before_writer", HONEST)
+    (b,) = [v for k, v in s._measurer._baselines.items() if k == s.ref_key(ref)]
+    digest = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in (b.dir / "shared").iterdir()}
+    assert "in_pool0.pt" in digest and "init.pt" in digest
+    m = measure(setup, "set_writer", SET_WRITER)
+    assert m["status"] == "measured" and not m["checks"]["wrong"], m
+    assert {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in (b.dir / "shared").iterdir()} == digest
+    after = measure(setup, "honest_after_writer", HONEST)
+    assert after["status"] == "measured" and after["checks"]["sets"] == [0, 1, 2, 3] and not after["checks"]["wrong"]
 
 
 def test_input_sets_past_the_byte_cap_are_not_drawn(tmp_path):
@@ -212,7 +246,7 @@ def test_input_sets_past_the_byte_cap_are_not_drawn(tmp_path):
         m = s.measure(r, cand, ref).measure
         assert m["status"] == "measured" and m["checks"]["sets"] == [0, 1], m["checks"]
         (b,) = s._measurer._baselines.values()
-        assert sorted(p.name for p in b.dir.glob("in_pool*.pt")) == ["in_pool0.pt", "in_pool1.pt"]
+        assert sorted(p.name for p in b.dir.glob("shared/in_pool*.pt")) == ["in_pool0.pt", "in_pool1.pt"]
     finally:
         s.close()
 

@@ -116,6 +116,13 @@ class Measurer:
         (d / "job.json").unlink(missing_ok=True)   # the derived seeds
         if not res.ok or "measure" not in res.data:
             return Baseline(False, res.error or "the reference's measurement returned nothing", d)
+        # what candidates read goes into one folder, bound read-only into their sandboxes (as the
+        # audit's shared inputs are): a full-size problem's sets are on disk once, never copied
+        shared = d / "shared"
+        shared.mkdir(exist_ok=True)
+        for f in [*d.glob("in_pool*.pt"), d / "init.pt"]:
+            if f.is_file():
+                f.rename(shared / f.name)
         b = Baseline(True, None, d, {"strict": res.data["measure"]})
         if res.data["measure"].get("device_limits"):
             self._limits_cache = res.data["measure"]["device_limits"]
@@ -135,7 +142,7 @@ class Measurer:
                 continue
             dm = self.s.work / f"meas-ref-{key}-{mode}"
             dm.mkdir(parents=True, exist_ok=True)
-            self._copy_inputs(d, dm, link=True)
+            self._copy_inputs(d / "shared", dm, link=True)
             job = self._job("reference", "reference_module.py", "reference_module", "Model",
                             "tf32" if mode == "compiled" else mode, **extra)
             with self._device_lock:
@@ -148,29 +155,16 @@ class Measurer:
         return b
 
     def _copy_inputs(self, src: Path, dst: Path, link: bool = False) -> int:
-        """The baseline's input sets into a run's folder; returns how many sets. `link`: hard
-        links, for the reference's own TF32 and compiled runs (trusted code that only reads
-        them). A candidate gets copies (it may write into its folder), as many sets as the disk
-        holds with half its free space above DISK_FLOOR to spare, and at least one: a full-size
-        problem's four sets take 33 GB, and two copies filled a 64 GiB disk on the H200."""
+        """The baseline's input sets into a run's folder (hard links where the filesystem allows:
+        the reference's own TF32 and compiled runs are trusted code that only reads them);
+        returns how many sets. Candidates get none: they read the shared folder, read-only."""
         pools = sorted(src.glob("in_pool*.pt"), key=lambda f: int(f.stem[len("in_pool"):] or 0))
         init = src / "init.pt"
         if init.is_file():
             _place(init, dst / init.name, link)
-        room = None
-        if not link:
-            try:
-                room = (shutil.disk_usage(dst).free - self.DISK_FLOOR) // 2
-            except OSError:
-                room = None
-        n, used = 0, 0
         for f in pools:   # in index order: the worker numbers the sets it finds 0, 1, ...
-            size = f.stat().st_size
-            if n and room is not None and used + size > room:
-                break
             _place(f, dst / f.name, link)
-            n, used = n + 1, used + size
-        return n
+        return len(pools)
 
     def measure(self, result, cand_path: Path, ref_path: Path) -> dict:
         """The `measure` section of one candidate's result."""
@@ -189,21 +183,23 @@ class Measurer:
 
         d = self.s.work / f"meas-cand-{hashlib.sha256(str(cand_path).encode()).hexdigest()[:12]}-{secrets.token_hex(3)}"
         d.mkdir(parents=True)
-        self._copy_inputs(b.dir, d)
+        shared = b.dir / "shared"
         files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
         job = self._job("candidate", "candidate_module.py", "candidate_module", result.entry or "ModelNew", "default")
+        job["inputs_dir"] = str(shared)   # read-only in its sandbox: the sets are never copied
         bdir = build_dir(cand_path, self.s.opts.device)
         tcache = triton_cache(bdir)
         outs = next(iter(b.check_outputs.values()), [])
         limits = self.s.worker_limits(sum(int(t.numel() * t.element_size()) for t in outs if hasattr(t, "element_size")))
         limits.writable = (str(bdir), str(tcache))
+        limits.read_only = (str(shared),)
         env = dict(self.s.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         try:
             with self._device_lock:
                 res = run_worker(job, files, limits, self.s.opts.device, env, jobdir=d)
             return self._read(b, res, d, t0)
         finally:
-            shutil.rmtree(d, ignore_errors=True)   # its copies of the input sets and its outputs
+            shutil.rmtree(d, ignore_errors=True)   # its outputs
 
     def _read(self, b: Baseline, res, d: Path, t0: float) -> dict:
         from hackscan.dynamic.compare import compare_loose

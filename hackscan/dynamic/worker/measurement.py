@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from .common import _call, _changed_since, _leaves, _outputs_list, _plain, _snapshot, _to_device, _tree_map
+from .common import _INPUTS, _call, _changed_since, _leaves, _outputs_list, _plain, _snapshot, _to_device, _tree_map
 from .evidence import _identities, _state
 from .tensorfiles import _save_outputs
 
@@ -179,8 +179,11 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
     device = job["device"]
     cuda = device == "cuda"
     sync = clock.sync if cuda else (lambda: None)
-    names = sorted(n for n in os.listdir(jobdir) if n.startswith("in_pool") and n.endswith(".pt"))
-    pool = [_to_device(torch, torch.load(os.path.join(jobdir, n), weights_only=True), device) for n in names]
+    # the sets lie in the reference's shared folder (read-only here) where the job names one
+    src = _INPUTS["dir"] or jobdir
+    names = sorted((n for n in os.listdir(src) if n.startswith("in_pool") and n.endswith(".pt")),
+                   key=lambda n: int(n[len("in_pool"):-3] or 0))
+    pool = [_to_device(torch, torch.load(os.path.join(src, n), weights_only=True), device) for n in names]
     if not pool:
         raise RuntimeError("no input sets to measure with")
     work = _tree_map(torch, pool[0], lambda t: t.clone())

@@ -224,6 +224,48 @@ def test_candidates_read_the_shared_input_sets_and_cannot_change_them(setup):
     assert after["status"] == "measured" and after["checks"]["sets"] == [0, 1, 2, 3] and not after["checks"]["wrong"]
 
 
+FP8_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a.float() @ b.float()
+
+def get_inputs():
+    return [torch.randn(64, 64).to(torch.float8_e4m3fn), torch.randn(64, 64).to(torch.float8_e4m3fn)]
+
+def get_init_inputs():
+    return []
+"""
+
+FP8_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a.to(torch.float32), b.to(torch.float32))
+"""
+
+
+def test_fp8_inputs_are_perturbed_and_measured(tmp_path):
+    # fp8 tensors have no multiply: the harness's per-iteration perturbation stopped an fp8 GEMM's
+    # reference on the H200 ("mul_cuda" not implemented for 'Float8_e4m3fn')
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(FP8_REF))
+    cand = tmp_path / "cand.py"
+    cand.write_text(textwrap.dedent(FP8_CAND))
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, seed=3, measure="all",
+                                      measure_budget_s=0.5))
+    try:
+        m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
+    finally:
+        s.close()
+    assert m["status"] == "measured", m
+    assert m["checks"]["sets"] == [0, 1, 2, 3] and not m["checks"]["wrong"], m["checks"]
+
+
 def test_input_sets_past_the_byte_cap_are_not_drawn(tmp_path):
     """A full-size problem rotates through two input sets, not four, where four would pass the
     cap (8 GiB by default; a few hundred KB here)."""

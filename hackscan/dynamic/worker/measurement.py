@@ -194,13 +194,20 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         for w, p in zip(_leaves(torch, work), _leaves(torch, pool[k])):
             w.copy_(p)
             if noise and w.is_floating_point() and w.numel():
+                # fp8 tensors have no arithmetic kernels ("mul_cuda" not implemented for
+                # Float8_e4m3fn stopped an fp8 GEMM's measurement on the H200): perturbed in
+                # fp32 and rounded back
+                narrow = w.element_size() == 1
+                t = w.float() if narrow else w
                 s = 1.0 + (float(torch.rand((), generator=gen, device=device)) - 0.5) * 2 ** -5
-                w.mul_(s)
-                flat = w.view(-1) if w.is_contiguous() else None
+                t.mul_(s)
+                flat = t.view(-1) if t.is_contiguous() else None
                 if flat is not None:
                     idx = torch.randint(0, flat.numel(), (min(1024, flat.numel()),), generator=gen, device=device)
-                    flat.index_add_(0, idx, torch.rand(idx.shape, generator=gen, device=device, dtype=w.dtype) *
+                    flat.index_add_(0, idx, torch.rand(idx.shape, generator=gen, device=device, dtype=t.dtype) *
                                     flat[idx].abs().mean().clamp_min(1e-3) * 2 ** -4)
+                if narrow:
+                    w.copy_(t)
 
     flush = None
     if cuda and m.get("flush_l2", True):

@@ -356,3 +356,41 @@ def test_memory_a_graph_holds_between_calls_is_counted(tmp_path):
     # the call's own peak is about nothing; what it holds (64 MiB and the graph's buffers) is not
     assert mem["candidate_resident_bytes"] >= 64 << 20, mem
     assert mem["ratio"] > 10 and "memory-regression" in flags(m), mem
+
+
+# a reference that refuses to run with TF32 on: its TF32 timing fails in the shared worker and
+# again in a worker of its own; the strict timing stands and the fair speedup falls back to it
+TF32_REFUSING_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        if torch.get_float32_matmul_precision() != "highest":
+            raise RuntimeError("this reference runs in full fp32 only")
+        return a @ b
+
+def get_inputs():
+    return [torch.rand(128, 128), torch.rand(128, 128)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_reference_failing_under_tf32_is_measured_against_its_strict_timing(tmp_path):
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(TF32_REFUSING_REF))
+    cand = tmp_path / "cand.py"
+    cand.write_text(textwrap.dedent(HONEST))
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, seed=4, measure="all",
+                                      measure_budget_s=0.5))
+    try:
+        m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
+        base = s._measurer._baselines[s.ref_key(ref)]
+    finally:
+        s.close()
+    assert m["status"] == "measured", m
+    assert m["reference_tf32"] is None and m["reference_strict"]["n"] >= 10
+    assert m["speedup"]["fair"] == pytest.approx(m["reference_strict"]["median_ms"] / m["candidate"]["median_ms"])
+    assert "error" in base.records["tf32"]

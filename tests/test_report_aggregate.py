@@ -88,7 +88,7 @@ def test_html_has_the_plots_and_escapes_what_it_quotes(tmp_path, cli):
     assert r.returncode == 0, r.stderr
     html = out.read_text()
     assert "<script>" not in html and "&lt;script&gt;" in html
-    assert 'aria-label="claimed against fair speedup"' in html and 'aria-label="peak memory ratio histogram"' in html
+    assert 'aria-label="claimed against fair speedup"' in html and 'aria-label="memory footprint ratio histogram"' in html
 
 
 def test_a_candidate_that_allocates_nothing_has_a_memory_ratio_of_zero(tmp_path, cli):

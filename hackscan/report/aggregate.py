@@ -6,7 +6,7 @@ write them, and KernelBench's `eval_results.json`) and prints, over all kernels 
 by source: how many were measured, the geometric mean of the claimed speedup (KernelBench-style:
 strict fp32 baseline, one input set, events on one stream) against the fair one (TF32 PyTorch,
 fresh inputs, device-wide synchronisation), against `torch.compile`, the share faster than TF32
-PyTorch, the share using more peak memory than PyTorch, and the share whose measurement carries a
+PyTorch, the share using more memory than PyTorch, and the share whose measurement carries a
 flag. Kernels hackscan calls `clean` are counted apart from the others: a speedup of a hacked
 kernel is not a speedup.
 
@@ -51,7 +51,7 @@ class Row:
 
 
 def _num(x, zero: bool = False) -> float | None:
-    """A positive finite number; `zero`: 0 too (a peak-memory ratio of 0 is a reading: nothing
+    """A positive finite number; `zero`: 0 too (a memory ratio of 0 is a reading: nothing
     allocated during the call)."""
     ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and (x > 0 or zero and x == 0)
     return float(x) if ok else None
@@ -260,7 +260,7 @@ FLOOR_RATIO = 2 ** -10
 
 
 def _histogram(values: list[float], width: int = 520, height: int = 200) -> str:
-    """Peak-memory ratios in log2 bins, red above 1 (more memory than PyTorch)."""
+    """Memory-footprint ratios in log2 bins, red above 1 (more memory than PyTorch)."""
     if not values:
         return ""
     bins: dict[int, int] = {}
@@ -271,7 +271,7 @@ def _histogram(values: list[float], width: int = 520, height: int = 200) -> str:
     n = hi - lo + 1
     top = max(bins.values())
     bw = (width - 60) / n
-    out = [f'<svg role="img" aria-label="peak memory ratio histogram" width="{width}" height="{height}">']
+    out = [f'<svg role="img" aria-label="memory footprint ratio histogram" width="{width}" height="{height}">']
     for i, b in enumerate(range(lo, hi + 1)):
         c = bins.get(b, 0)
         h = (height - 50) * c / top
@@ -281,7 +281,7 @@ def _histogram(values: list[float], width: int = 520, height: int = 200) -> str:
                    f'<title>{2 ** (b / 2):.2f}x to {2 ** ((b + 1) / 2):.2f}x: {c}</title></rect>')
         if i % max(1, n // 8) == 0:
             out.append(f'<text x="{x:.1f}" y="{height - 14}">{2 ** (b / 2):.2g}x</text>')
-    out.append(f'<text x="{width / 2}" y="{height - 1}" text-anchor="middle">peak memory, candidate over PyTorch</text>')
+    out.append(f'<text x="{width / 2}" y="{height - 1}" text-anchor="middle">memory footprint, candidate over PyTorch</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -305,7 +305,7 @@ def render_html(agg: dict, rows: list[Row], notes: list[str] = (), title: str = 
         parts.append("<h2>Claimed against fair speedup</h2>" + _scatter(pts))
     mem = [r.memory_ratio for r in rows if r.memory_ratio is not None]
     if mem:
-        parts.append("<h2>Peak memory against PyTorch</h2>" + _histogram(mem))
+        parts.append("<h2>Memory footprint against PyTorch</h2>" + _histogram(mem))
     parts.append("<h2>Kernels</h2><table><tr><th>kernel</th><th>verdict</th><th>level</th><th>source</th>"
                  "<th>claimed</th><th>fair</th><th>vs compile</th><th>memory</th><th>flags</th></tr>")
     for r in rows:

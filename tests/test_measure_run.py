@@ -86,6 +86,22 @@ def flags(m):
     return {f["flag"] for f in m["flags"]}
 
 
+def measure_fresh(tmp_path, ref_src, cand_src, device="cpu", **opts):
+    """One candidate measured in a session of its own: its `measure` section, and the
+    reference's baseline as the session kept it."""
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(ref_src))
+    cand = tmp_path / "cand.py"
+    cand.write_text(textwrap.dedent(cand_src))
+    s = DynamicSession(DynamicOptions(**{"mode": "off", "device": device, "timeout_s": 120, "measure": "all",
+                                         "measure_budget_s": 0.5, **opts}))
+    try:
+        m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
+        return m, s._measurer._baselines.get(s.ref_key(ref))
+    finally:
+        s.close()
+
+
 def test_honest_candidate_is_measured_against_both_baselines(setup):
     m = measure(setup, "honest", HONEST)
     assert m["status"] == "measured", m
@@ -252,16 +268,7 @@ class ModelNew(nn.Module):
 def test_fp8_inputs_are_perturbed_and_measured(tmp_path):
     # fp8 tensors have no multiply: the harness's per-iteration perturbation stopped an fp8 GEMM's
     # reference on the H200 ("mul_cuda" not implemented for 'Float8_e4m3fn')
-    ref = tmp_path / "ref.py"
-    ref.write_text(textwrap.dedent(FP8_REF))
-    cand = tmp_path / "cand.py"
-    cand.write_text(textwrap.dedent(FP8_CAND))
-    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, seed=3, measure="all",
-                                      measure_budget_s=0.5))
-    try:
-        m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
-    finally:
-        s.close()
+    m, _ = measure_fresh(tmp_path, FP8_REF, FP8_CAND, seed=3)
     assert m["status"] == "measured", m
     assert m["checks"]["sets"] == [0, 1, 2, 3] and not m["checks"]["wrong"], m["checks"]
 
@@ -299,16 +306,7 @@ def test_compiled_reference_as_a_third_baseline(tmp_path):
 
     if not shutil.which("c++"):
         pytest.skip("torch.compile on a CPU needs a C++ compiler")
-    ref = tmp_path / "ref.py"
-    ref.write_text(textwrap.dedent(REF))
-    cand = tmp_path / "cand.py"
-    cand.write_text(textwrap.dedent(HONEST))
-    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=300, seed=5, measure="all",
-                                      measure_budget_s=1.0, measure_compile=True))
-    try:
-        m = s.measure(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref).measure
-    finally:
-        s.close()
+    m, _ = measure_fresh(tmp_path, REF, HONEST, timeout_s=300, seed=5, measure_budget_s=1.0, measure_compile=True)
     assert m["status"] == "measured", m
     assert m["reference_compiled"]["n"] >= 10 and m["speedup"]["vs_compiled"] > 0, m.get("reference_compiled")
 
@@ -341,16 +339,7 @@ class ModelNew(nn.Module):
 @pytest.mark.gpu
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
 def test_memory_a_graph_holds_between_calls_is_counted(tmp_path):
-    ref = tmp_path / "ref.py"
-    ref.write_text(textwrap.dedent(REF))
-    cand = tmp_path / "graph.py"
-    cand.write_text(textwrap.dedent(GRAPH_REPLAY))
-    s = DynamicSession(DynamicOptions(mode="off", device="cuda", timeout_s=300, seed=5, measure="all",
-                                      measure_budget_s=0.5))
-    try:
-        m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
-    finally:
-        s.close()
+    m, _ = measure_fresh(tmp_path, REF, GRAPH_REPLAY, device="cuda", timeout_s=300, seed=5)
     assert m["status"] == "measured", m
     mem = m["memory"]
     # the call's own peak is about nothing; what it holds (64 MiB and the graph's buffers) is not
@@ -379,17 +368,7 @@ def get_init_inputs():
 
 
 def test_a_reference_failing_under_tf32_is_measured_against_its_strict_timing(tmp_path):
-    ref = tmp_path / "ref.py"
-    ref.write_text(textwrap.dedent(TF32_REFUSING_REF))
-    cand = tmp_path / "cand.py"
-    cand.write_text(textwrap.dedent(HONEST))
-    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, seed=4, measure="all",
-                                      measure_budget_s=0.5))
-    try:
-        m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
-        base = s._measurer._baselines[s.ref_key(ref)]
-    finally:
-        s.close()
+    m, base = measure_fresh(tmp_path, TF32_REFUSING_REF, HONEST, seed=4)
     assert m["status"] == "measured", m
     assert m["reference_tf32"] is None and m["reference_strict"]["n"] >= 10
     assert m["speedup"]["fair"] == pytest.approx(m["reference_strict"]["median_ms"] / m["candidate"]["median_ms"])

@@ -5,7 +5,6 @@ The workers' records become the report through hackscan.measure.assess."""
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 import shutil
 import threading
@@ -142,29 +141,19 @@ class Measurer:
                 continue
             dm = self.s.work / f"meas-ref-{key}-{mode}"
             dm.mkdir(parents=True, exist_ok=True)
-            self._copy_inputs(d / "shared", dm, link=True)
             job = self._job("reference", "reference_module.py", "reference_module", "Model",
                             "tf32" if mode == "compiled" else mode, **extra)
+            job["inputs_dir"] = str(d / "shared")   # the same sets, read where they lie
+            limits = self.s.worker_limits()
+            limits.read_only = (str(d / "shared"),)
             with self._device_lock:
-                r = run_worker(job, files, self.s.worker_limits(), self.s.opts.device, self.s.worker_env(), jobdir=dm)
+                r = run_worker(job, files, limits, self.s.opts.device, self.s.worker_env(), jobdir=dm)
             if r.ok and "measure" in r.data:
                 b.records[mode] = r.data["measure"]
             else:
                 b.records[mode] = {"error": r.error}
-            shutil.rmtree(dm, ignore_errors=True)   # copies of the input sets: disk, not needed again
+            shutil.rmtree(dm, ignore_errors=True)   # its outputs: not needed again
         return b
-
-    def _copy_inputs(self, src: Path, dst: Path, link: bool = False) -> int:
-        """The baseline's input sets into a run's folder (hard links where the filesystem allows:
-        the reference's own TF32 and compiled runs are trusted code that only reads them);
-        returns how many sets. Candidates get none: they read the shared folder, read-only."""
-        pools = sorted(src.glob("in_pool*.pt"), key=lambda f: int(f.stem[len("in_pool"):] or 0))
-        init = src / "init.pt"
-        if init.is_file():
-            _place(init, dst / init.name, link)
-        for f in pools:   # in index order: the worker numbers the sets it finds 0, 1, ...
-            _place(f, dst / f.name, link)
-        return len(pools)
 
     def measure(self, result, cand_path: Path, ref_path: Path) -> dict:
         """The `measure` section of one candidate's result."""
@@ -233,16 +222,6 @@ class Measurer:
         out["seconds"] = round(time.perf_counter() - t0, 3)
         out["candidate_worker_s"] = round(res.wall_s, 3)
         return out
-
-
-def _place(src: Path, dst: Path, link: bool) -> None:
-    if link:
-        try:
-            os.link(src, dst)
-            return
-        except OSError:
-            pass   # another filesystem, or links not allowed: a copy
-    shutil.copy(src, dst)
 
 
 def _ok(rec):

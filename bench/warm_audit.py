@@ -10,8 +10,10 @@ loss, builds cached), times:
    timed trials with CUDA events after 3 warm-up calls, synchronising after each. Every
    extension (its and hackscan's) is built first, all at once, untimed. Reported: the process's wall time, and
    its time after `import torch` (an evaluator that keeps a process warm pays only that).
-2. **hackscan, warm**: one `hackscan.Session` per mode (`--dynamic all`, `all` with the profiled
-   call in a worker of its own (`HACKSCAN_PROFILE_BESIDE=gpu`), `auto`); each problem's
+2. **hackscan, warm**: one `hackscan.Session` per mode (`--dynamic all`; `all` with candidate
+   workers started ahead of their jobs (`HACKSCAN_PRESTART=2`, timed once a started worker is
+   ready, the wait reported apart); `all` with the profiled call in a worker of its own
+   (`HACKSCAN_PROFILE_BESIDE=gpu`); `auto`); each problem's
    first audit runs the reference (reported apart), the next `--repeat` audits of the candidate
    reuse it. Reported: their median wall time.
 
@@ -36,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LEGIT = ROOT / "corpus" / "synthetic" / "legit"
 PAIRS = ["triton_relu", "cuda_layernorm", "cuda_tiled_matmul", "cuda_mse_loss"]
+MODES = ("all", "all+prestart", "all+profile-beside", "auto")
 
 # the steps of KernelBench's eval_kernel_against_ref, in a process of its own
 KB_STYLE = r'''
@@ -123,7 +126,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="warm audits per pair and mode")
     ap.add_argument("--only", default="", help="comma-separated pair names")
     ap.add_argument("--out", required=True, help="a JSON file")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated, of " + ", ".join(MODES))
     args = ap.parse_args()
+    modes = [m for m in MODES if m in args.modes.split(",")]
     if args.device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
     import torch
@@ -145,16 +150,23 @@ def main() -> None:
     for name, cand, ref in pairs:
         row = {}
         row["kb_style"] = [kb_style(ref, cand, args.device, env) for _ in range(args.repeat)]
-        for mode in ("all", "all+profile-beside", "auto"):
-            # the profiled call in a worker of its own (HACKSCAN_PROFILE_BESIDE, read when the
-            # session's first dynamic audit builds its options)
+        for mode in modes:
+            # the profiled call in a worker of its own (HACKSCAN_PROFILE_BESIDE), candidate workers
+            # started ahead of their jobs (HACKSCAN_PRESTART): read when the session's first
+            # dynamic audit builds its options
             os.environ["HACKSCAN_PROFILE_BESIDE"] = "gpu" if mode.endswith("profile-beside") else "never"
+            os.environ["HACKSCAN_PRESTART"] = "2" if mode.endswith("prestart") else "0"
             with hackscan.Session(dynamic=mode.split("+")[0], device=args.device) as s:
                 t0 = time.perf_counter()
                 first = s.audit(cand, ref)                           # the reference runs here (and builds)
                 first_s = time.perf_counter() - t0
-                warm, verdicts = [], {first.verdict}
+                warm, verdicts, waited = [], {first.verdict}, []
                 for _ in range(args.repeat):
+                    pool = getattr(s._dyn, "_pool", None) if getattr(s, "_dyn", None) is not None else None
+                    if pool is not None:     # a worker ready, as in a loop the pool keeps up with
+                        t0 = time.perf_counter()
+                        pool.wait_ready(30)
+                        waited.append(round(time.perf_counter() - t0, 3))
                     t0 = time.perf_counter()
                     r = s.audit(cand, ref)
                     warm.append(time.perf_counter() - t0)
@@ -162,19 +174,20 @@ def main() -> None:
                 timings = (r.dynamic or {}).get("timings", {})
             row[mode] = {"first_s": round(first_s, 3), "warm_s": [round(x, 3) for x in warm],
                          "warm_median_s": round(statistics.median(warm), 3), "verdicts": sorted(verdicts),
-                         "last_timings": timings,
+                         "last_timings": timings, "pool_wait_s": waited,
+                         "prestarted": (r.dynamic or {}).get("prestarted"),
                          # `auto` probes only candidates with a static suspect: a clean one is static only
                          "dynamic_ran": bool((r.dynamic or {}).get("status") == "ran")}
         kb_ok = [k for k in row["kb_style"] if "error" not in k]
         if kb_ok:
             kb_wall = statistics.median(k["wall_s"] for k in kb_ok)
             kb_in = statistics.median(k["after_import_s"] for k in kb_ok)
-            for mode in ("all", "all+profile-beside", "auto"):
+            for mode in modes:
                 row[mode]["over_kb_style_process"] = round(row[mode]["warm_median_s"] / kb_wall, 2)
                 row[mode]["over_kb_style_in_process"] = round(row[mode]["warm_median_s"] / kb_in, 2)
         rec["pairs"][name] = row
         out.write_text(json.dumps(rec, indent=1) + "\n")             # each pair kept as it finishes
-        print(name, {m: row[m]["warm_median_s"] for m in ("all", "all+profile-beside", "auto")},
+        print(name, {m: row[m]["warm_median_s"] for m in modes},
               {k: kb_ok[0][k] for k in ("wall_s", "after_import_s")} if kb_ok else row["kb_style"], flush=True)
 
 

@@ -325,6 +325,13 @@ class ModelNew(nn.Module):
         if self.graph is None:
             self.a, self.b = a.clone(), b.clone()
             self.spare = torch.empty(64 << 20, dtype=torch.uint8, device=a.device)   # 64 MiB held
+            # warmed up on a side stream before capture, as PyTorch's CUDA graph notes ask: a first
+            # cuBLAS call inside the capture sets up its handle and workspace, which capture forbids
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                torch.mm(self.a, self.b)
+            torch.cuda.current_stream().wait_stream(side)
             torch.cuda.synchronize()
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph):

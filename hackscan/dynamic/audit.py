@@ -102,6 +102,9 @@ class DynamicOptions:
     # unless HACKSCAN_PROFILE_BESIDE says otherwise, until the real-kernel set has been re-run
     # with it on a GPU (verdicts must not move for the speed)
     profile_beside: str = field(default_factory=lambda: os.environ.get("HACKSCAN_PROFILE_BESIDE", "never"))
+    # candidate workers kept started ahead of their jobs (hackscan.dynamic.pool; bubblewrap only):
+    # interpreter, torch, the device's context and the profiler's set-up done before a job comes
+    prestart: int = field(default_factory=lambda: int(os.environ.get("HACKSCAN_PRESTART") or 0))
 
     def __post_init__(self):
         check_dtype(self.dtype)
@@ -206,12 +209,16 @@ class DynamicSession:
         self._promised: dict[int, int] = {}   # disk bytes promised to running workers
         self._promise_ids = itertools.count()
         self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
+        self._pool = None               # hackscan.dynamic.pool.Pool, made at the first candidate
+        self._pool_lock = threading.Lock()
         self.reference_runs = 0         # how many times a reference was run (not reused)
         # what each audit in flight is doing and since when (candidate path -> (stage, start)):
         # a run that gives up on slow audits says where they were
         self.stages: dict[str, tuple[str, float]] = {}
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
         self._workdir.close()
 
     # ---- reference -------------------------------------------------------------
@@ -718,9 +725,9 @@ class DynamicSession:
         self._stage("candidate worker")
         calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
         with self.disk_budget(8, need=sum(out_bytes) * calls) as disk:
-            res = self.run_on_device(lambda: run_worker(
+            res = self.run_on_device(lambda: self._candidate_worker(
                 dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
-                files, limits, self.opts.device, env, jobdir=d))
+                files, limits, env, d, bdir))
         t_main = time.perf_counter() - t_run
         if side_f is not None and res.ok and isinstance(res.data.get("steps"), list):
             try:
@@ -735,6 +742,9 @@ class DynamicSession:
         info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
                 "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
                 "torch": res.data.get("torch"),
+                # a worker started ahead of its job: what its warm-up took, and whether its first
+                # profiler session saw the kernel it ran (hackscan.dynamic.worker.prestart)
+                **({"prestarted": res.data["prestart"]} if isinstance(res.data.get("prestart"), dict) else {}),
                 # placement: the GPU the auditor gave this audit, and the one its worker reported
                 **({"gpu": {"assigned": env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")),
                             "worker": res.data.get("gpu")}} if self.opts.device == "cuda" else {}),
@@ -826,6 +836,50 @@ class DynamicSession:
                                     severity="low"))
         info["total_s"] = round(time.perf_counter() - t0, 3)
         return self._settle(result, outcomes, info)
+
+    def _pooled(self, env: dict[str, str], limits: Limits):
+        """A started worker that fits this job, or None (no pool asked for, bubblewrap not in
+        use, or none fits): the pool is made at the first candidate, with this session's
+        variables and limits."""
+        if self.opts.prestart <= 0:
+            return None
+        from hackscan.dynamic import pool
+
+        with self._pool_lock:
+            if self._pool is None:
+                if not pool.available():
+                    return None
+                base = {k: v for k, v in env.items() if k not in pool.JOB_VARIABLES}
+                self._pool = pool.Pool(self.opts.prestart, self.work, self.worker_limits(None), self.opts.device, base)
+        return self._pool.take(env, limits)
+
+    def _candidate_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
+                          bdir: Path) -> WorkerResult:
+        """The candidate's main worker: one started ahead of the job where the pool has one
+        that fits and its build (if it builds an extension) is done; else a fresh one. Either
+        way the job's folder ends up as `d`."""
+        # a build made inside a pooled worker would land in its slot and be lost, not wrong: one
+        # that names torch's extension builder waits for its build in the keyed folder
+        try:
+            needs_build = b"cpp_extension" in Path(files["candidate_module.py"]).read_bytes()
+        except OSError:
+            needs_build = True
+        built = not needs_build or any("triton" not in p.relative_to(bdir).parts for p in bdir.rglob("*.so"))
+        pw = self._pooled(env, limits) if built else None
+        if pw is None:
+            return run_worker(job, files, limits, self.opts.device, env, jobdir=d)
+        try:
+            pjob, links = pw.stage(job, bdir)
+        except OSError:
+            pw.close()
+            return run_worker(job, files, limits, self.opts.device, env, jobdir=d)
+        res = pw.run(pjob, files, limits, env, links)
+        for entry in os.listdir(pw.jobdir):
+            os.replace(pw.jobdir / entry, d / entry)
+        pw.close()
+        res.jobdir = d
+        res.data.setdefault("events", []).append("ran in a worker started ahead of its job")
+        return res
 
     def _profile_side(self, plan: list[dict], problem_bytes: int) -> list[dict]:
         """The plan's profiled call and the plain call beside it (the profiler toggle's pair),

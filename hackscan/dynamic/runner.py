@@ -159,9 +159,10 @@ class Spawned:
     timed_out: bool
 
 
-def spawn(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[str, str], stdout, stderr) -> Spawned:
-    """Run `cmd` inside the walls (sandbox.engine()), wait for it under the timeout while the
-    auditor reads the kernel's record of its process tree, then kill whatever is left of it."""
+def start(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[str, str], stdout, stderr,
+          stdin=subprocess.DEVNULL) -> tuple[subprocess.Popen, str, str, "sandbox.Watch"]:
+    """Start `cmd` inside the walls (sandbox.engine()): the process, the engine, why not
+    bubblewrap, and the watch that reads the kernel's record of its process tree."""
     engine, why = sandbox.engine()
     writable = [str(jobdir), *(w for w in limits.writable if os.path.isdir(w))]
     fd = None
@@ -169,19 +170,47 @@ def spawn(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[s
         cmd, fd = sandbox.bwrap_command(cmd, jobdir, writable[1:], list(limits.hide), limits.no_network, device,
                                         read_only=[r for r in limits.read_only if os.path.isdir(r)])
     try:
-        proc = subprocess.Popen(cmd, cwd=jobdir, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+        proc = subprocess.Popen(cmd, cwd=jobdir, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
                                 pass_fds=(fd,) if fd is not None else (),
                                 preexec_fn=_preexec(limits, device, jobdir, engine == "basic"))
     finally:
         if fd is not None:
             os.close(fd)
     watch = sandbox.Watch(proc.pid, writable, hide_root=engine == "bwrap", launcher=cmd if engine == "bwrap" else None)
+    return proc, engine, why, watch
+
+
+def finish(proc: subprocess.Popen, watch, timeout_s: float) -> bool:
+    """Wait for a started worker under the timeout while watching its tree, then kill whatever
+    is left of it. True where it timed out."""
     try:
-        timed_out = sandbox.wait_watching(proc, watch, limits.timeout_s)
+        return sandbox.wait_watching(proc, watch, timeout_s)
     finally:
         _kill_group(proc)
         proc.wait()
+
+
+def spawn(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[str, str], stdout, stderr) -> Spawned:
+    """Run `cmd` inside the walls, wait for it under the timeout while the auditor reads the
+    kernel's record of its process tree, then kill whatever is left of it."""
+    proc, engine, why, watch = start(cmd, jobdir, limits, device, env, stdout, stderr)
+    timed_out = finish(proc, watch, limits.timeout_s)
     return Spawned(proc, engine, why, watch, timed_out)
+
+
+def worker_command(jobdir: Path, *extra: str) -> list[str]:
+    """The worker's package copied into the job's folder, and the command that runs it there."""
+    worker_copy = jobdir / "_worker.py"
+    shutil.copytree(WORKER, jobdir / "_hsworker", ignore=shutil.ignore_patterns("__pycache__", "_entry.py"),
+                    dirs_exist_ok=True)
+    shutil.copy(WORKER / "_entry.py", worker_copy)
+    return [sys.executable, "-I", "-X", "faulthandler", str(worker_copy), str(jobdir), *extra]
+
+
+def write_job(jobdir: Path, job: dict, files: dict[str, Path]) -> None:
+    for name, src in files.items():
+        shutil.copy(src, jobdir / name)
+    (jobdir / "job.json").write_text(json.dumps(job))
 
 
 def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = "cpu",
@@ -190,20 +219,19 @@ def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = 
     """Write the job into a fresh scratch folder, run the worker there, read result.json."""
     jobdir = jobdir or Path(tempfile.mkdtemp(prefix=f"hackscan-{job['role']}-"))
     jobdir.mkdir(parents=True, exist_ok=True)
-    for name, src in files.items():
-        shutil.copy(src, jobdir / name)
-    (jobdir / "job.json").write_text(json.dumps(job))
-    worker_copy = jobdir / "_worker.py"
-    shutil.copytree(WORKER, jobdir / "_hsworker", ignore=shutil.ignore_patterns("__pycache__", "_entry.py"),
-                    dirs_exist_ok=True)
-    shutil.copy(WORKER / "_entry.py", worker_copy)
-    cmd = [sys.executable, "-I", "-X", "faulthandler", str(worker_copy), str(jobdir)]
+    write_job(jobdir, job, files)
+    cmd = worker_command(jobdir)
     t0 = time.perf_counter()
     # stdout and stderr go to files: children the candidate leaves behind cannot hold a pipe open
     with open(jobdir / "_stdout.txt", "wb") as out, open(jobdir / "_stderr.txt", "wb") as errf:
         run = spawn(cmd, jobdir, limits, device, scrubbed_env(jobdir, env_extra), out, errf)
+    return collect(run, jobdir, limits, device, time.perf_counter() - t0)
+
+
+def collect(run: Spawned, jobdir: Path, limits: Limits, device: str, wall: float) -> WorkerResult:
+    """The WorkerResult of a finished worker: its result.json, read as the audited code's
+    output (a regular file of bounded size), and how it ended."""
     proc, engine, why, watch, timed_out = run.proc, run.engine, run.why, run.watch, run.timed_out
-    wall = time.perf_counter() - t0
     tail = read_regular(jobdir / "_stderr.txt", tail=3000).decode("utf-8", "replace")
     data: dict = {}
     raw = read_regular(jobdir / "result.json", max_bytes=RESULT_MAX)

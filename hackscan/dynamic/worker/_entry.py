@@ -23,6 +23,13 @@ if __name__ == "__main__":
     _package()
     from _hsworker.driver import _exit_now_if_alone, main
 
-    rc = main(sys.argv[1])
+    pre = None
+    if sys.argv[2:3] == ["--wait"]:   # started ahead of its job (hackscan.dynamic.pool)
+        from _hsworker.prestart import handoff, prestart
+
+        pre = prestart(sys.argv[3] if len(sys.argv) > 3 else "cpu")
+        if not handoff(pre):
+            sys.exit(0)
+    rc = main(sys.argv[1], prestart=pre)
     _exit_now_if_alone(rc)
     sys.exit(rc)

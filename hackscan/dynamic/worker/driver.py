@@ -19,9 +19,11 @@ from .steps import _run_step
 from .tensorfiles import _DISK, _LazySets
 
 
-def main(jobdir: str) -> int:
+def main(jobdir: str, prestart: dict | None = None) -> int:
     job = json.load(open(os.path.join(jobdir, "job.json")))
     result: dict = {"ok": False, "role": job["role"], "steps": [], "events": []}
+    if prestart is not None:
+        result["prestart"] = prestart
     t_start = time.perf_counter()
     try:
         import torch

@@ -1,0 +1,191 @@
+"""Candidate workers started ahead of their jobs: a warm audit does not wait for an interpreter,
+torch, the device's context and the profiler's first-session set-up (hackscan.dynamic.worker.
+prestart), which took most of a small candidate's worker on an H200.
+
+Each pooled worker is single use and runs inside the same walls as a fresh one. Its folders
+are its own (a slot): the job folder (writable), a build folder (writable) and an inputs folder
+(read-only), bound when it starts, before any job is known. When a job comes:
+
+- the candidate's files and job go into the job folder;
+- the problem's shared input sets are hard-linked into the inputs folder (no copy; the folder is
+  read-only inside the sandbox, so the links cannot be written through);
+- the candidate's keyed build folder is copied into the build folder, and the worker is told to
+  show it at the keyed path (a link inside its private, empty view of the build cache): torch's
+  extension builds record absolute paths, and a build seen at another path would be rebuilt.
+
+Only with bubblewrap (its views of the work folder and the build cache are empty and private
+to the worker); with the basic engine every worker starts fresh. A candidate whose extension
+is not built yet starts fresh too (its build goes to the keyed folder as before)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import replace
+from pathlib import Path
+
+from hackscan.dynamic import sandbox
+from hackscan.dynamic.runner import (Limits, Spawned, WorkerResult, _kill_group, collect, finish, scrubbed_env, start,
+                                     worker_command, write_job)
+
+# variables a job sets in its worker at hand-off; every other variable is the pool's
+JOB_VARIABLES = ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")
+
+
+def available() -> bool:
+    return sandbox.engine()[0] == "bwrap"
+
+
+class Prestarted:
+    """One worker started in a slot of its own under `root`, waiting for its job on stdin."""
+
+    def __init__(self, root: Path, limits: Limits, device: str, env: dict[str, str]):
+        self.slot = Path(tempfile.mkdtemp(prefix="pool-", dir=root))
+        self.jobdir, self.build, self.inputs = (self.slot / n for n in ("job", "build", "inputs"))
+        for d in (self.jobdir, self.build, self.inputs):
+            d.mkdir()
+        self.device, self.env = device, dict(env)
+        self.limits = replace(limits, writable=(str(self.build),), read_only=(str(self.inputs),))
+        cmd = worker_command(self.jobdir, "--wait", device)
+        self._out = open(self.jobdir / "_stdout.txt", "wb")
+        self._err = open(self.jobdir / "_stderr.txt", "wb")
+        self.proc, self.engine, self.why, self.watch = start(
+            cmd, self.jobdir, self.limits, device, scrubbed_env(self.jobdir, self.env), self._out, self._err,
+            stdin=subprocess.PIPE)
+        self.started = time.monotonic()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def ready(self) -> bool:
+        """Whether its warm-up is done (it wrote `_ready.json` in its folder)."""
+        return self.alive() and (self.jobdir / "_ready.json").exists()
+
+    def fits(self, env: dict[str, str], limits: Limits) -> bool:
+        """Whether a job with these variables and limits can run here: the same variables but
+        the job's own, the same hidden folders, device limits and network rule."""
+        mine = {k: v for k, v in self.env.items() if k not in JOB_VARIABLES}
+        theirs = {k: v for k, v in env.items() if k not in JOB_VARIABLES}
+        return (mine == theirs and set(limits.hide) == set(self.limits.hide)
+                and limits.no_network == self.limits.no_network and limits.memory_bytes == self.limits.memory_bytes
+                and limits.timeout_s <= self.limits.timeout_s and limits.file_bytes <= self.limits.file_bytes)
+
+    def stage(self, job: dict, build_dir: Path | None) -> tuple[dict, dict[str, str]]:
+        """The job's inputs linked into the slot and its build copied there: the job as this
+        worker reads it, and the links it is to make. Raises OSError where the slot cannot be
+        filled (the caller then starts a fresh worker)."""
+        src = job.get("inputs_dir")
+        if src:
+            for dirpath, _dirs, names in os.walk(src):
+                rel = os.path.relpath(dirpath, src)
+                os.makedirs(self.inputs / rel, exist_ok=True)
+                for n in names:
+                    os.link(os.path.join(dirpath, n), self.inputs / rel / n)
+            job = dict(job, inputs_dir=str(self.inputs))
+        links = {}
+        if build_dir is not None:
+            # copy2 keeps the times that ninja compares; links stay links
+            shutil.copytree(build_dir, self.build, symlinks=True, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("lock"))
+            links[str(build_dir)] = str(self.build)
+        return job, links
+
+    def run(self, job: dict, files: dict[str, Path], limits: Limits, env: dict[str, str],
+            links: dict[str, str]) -> WorkerResult:
+        """Hand the job over and wait for it under the job's timeout, counted from the hand-off."""
+        write_job(self.jobdir, job, files)
+        msg = {"env": {k: env[k] for k in JOB_VARIABLES if k in env}, "links": links, "file_bytes": limits.file_bytes}
+        t0 = time.perf_counter()
+        try:
+            self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass   # a worker that died waiting: collect() says how it ended
+        try:
+            timed_out = finish(self.proc, self.watch, limits.timeout_s)
+        finally:
+            self._close_files()
+        run = Spawned(self.proc, self.engine, self.why, self.watch, timed_out)
+        return collect(run, self.jobdir, limits, self.device, time.perf_counter() - t0)
+
+    def _close_files(self) -> None:
+        for fh in (self._out, self._err):
+            try:
+                fh.close()
+            except OSError:
+                pass
+
+    def close(self, remove: bool = True) -> None:
+        try:
+            if self.proc.stdin and not self.proc.stdin.closed:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        _kill_group(self.proc)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        self._close_files()
+        if remove:
+            shutil.rmtree(self.slot, ignore_errors=True)
+
+
+class Pool:
+    """Up to `size` workers kept started; `take()` hands out one that fits and starts its
+    replacement at once."""
+
+    def __init__(self, size: int, root: Path, limits: Limits, device: str, env: dict[str, str]):
+        self.size, self.root, self.limits, self.device, self.env = size, root, limits, device, dict(env)
+        self._idle: deque[Prestarted] = deque()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.started = self.taken = 0
+        self.fill()
+
+    def fill(self) -> None:
+        with self._lock:
+            while not self._closed and len(self._idle) < self.size:
+                try:
+                    self._idle.append(Prestarted(self.root, self.limits, self.device, self.env))
+                    self.started += 1
+                except OSError:
+                    break
+
+    def take(self, env: dict[str, str], limits: Limits) -> Prestarted | None:
+        found = None
+        with self._lock:
+            for pw in list(self._idle):
+                if not pw.alive():
+                    self._idle.remove(pw)
+                    pw.close()
+                elif found is None and pw.fits(env, limits):
+                    self._idle.remove(pw)
+                    found = pw
+        if found is not None:
+            self.taken += 1
+            self.fill()
+        return found
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait until every kept worker has finished its warm-up (benchmarks time an audit that
+        finds one ready, as a loop that feeds the pool slower than it refills does)."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            with self._lock:
+                if self._idle and all(w.ready() for w in self._idle):
+                    return True
+            time.sleep(0.05)
+        return False
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = list(self._idle), deque()
+        for pw in idle:
+            pw.close()

@@ -1,0 +1,213 @@
+"""Candidate workers started ahead of their jobs (hackscan.dynamic.pool): the same verdicts and
+evidence as a fresh worker, the same walls, single use, and an extension built once is reused
+without a rebuild."""
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hackscan.api import scan_item  # noqa: E402
+from hackscan.dynamic import pool  # noqa: E402
+from hackscan.dynamic.audit import DynamicOptions, DynamicSession  # noqa: E402
+from hackscan.engine import Options  # noqa: E402
+from hackscan.inputs.discover import Item  # noqa: E402
+
+pytestmark = [pytest.mark.dynamic,
+              pytest.mark.skipif(not pool.available(), reason="the pool needs bubblewrap")]
+
+REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(64, 128)]
+
+def get_init_inputs():
+    return []
+"""
+
+HONEST = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=0.0)
+"""
+
+# right on the visible inputs (all of them drawn from randn, some negative) only where no input is
+# scaled: the hidden sets catch it
+SHORTCUT = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if x.abs().max() > 10:
+            return x
+        return torch.clamp(x, min=0.0)
+"""
+
+# reads where its inputs lie from its own job and tries to change them
+INPUT_WRITER = """
+import json, os
+import torch
+import torch.nn as nn
+
+src = json.load(open("job.json")).get("inputs_dir") or "."
+for name in sorted(os.listdir(src)):
+    try:
+        with open(os.path.join(src, name), "r+b") as fh:
+            fh.write(b"overwritten")
+    except OSError:
+        pass
+    try:
+        os.unlink(os.path.join(src, name))
+    except OSError:
+        pass
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=0.0)
+"""
+
+EXT = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+#include <torch/extension.h>
+torch::Tensor relu_pool(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    auto xa = x.contiguous();
+    const float* p = xa.data_ptr<float>();
+    float* q = y.data_ptr<float>();
+    for (int64_t i = 0; i < xa.numel(); ++i) q[i] = p[i] > 0.f ? p[i] : 0.f;
+    return y;
+}
+"""
+
+ext = load_inline(name="relu_pool", cpp_sources=SRC, functions=["relu_pool"])
+# where the library it loaded lies, and when that was written: for the test to read
+import json, os
+real = os.path.realpath(ext.__file__)
+json.dump({"real": real, "mtime": os.stat(real).st_mtime_ns}, open("where.json", "w"))
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.relu_pool(x)
+'''
+
+
+def audit(session, tmp_path, name, src, ref):
+    cand = tmp_path / f"{name}.py"
+    cand.write_text(textwrap.dedent(src))
+    return session.audit(scan_item(Item(cand, ref, cand.name), Options()), cand, ref)
+
+
+def summary(r):
+    probes = {k: v.get("status") for k, v in (r.dynamic or {}).get("probes", {}).items()}
+    return r.verdict, sorted(r.hack_types), probes
+
+
+@pytest.fixture(scope="module")
+def ref(tmp_path_factory):
+    p = tmp_path_factory.mktemp("ref") / "relu.py"
+    p.write_text(textwrap.dedent(REF))
+    return p
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    fresh = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=77, prestart=0))
+    pooled = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=77, prestart=1))
+    yield fresh, pooled
+    fresh.close()
+    pooled.close()
+
+
+@pytest.mark.parametrize("name,src", [("honest", HONEST), ("shortcut", SHORTCUT)])
+def test_a_pooled_worker_gives_the_fresh_workers_verdict_and_evidence(sessions, ref, tmp_path, name, src):
+    fresh, pooled = sessions
+    a = audit(fresh, tmp_path, name, src, ref)
+    b = audit(pooled, tmp_path, name, src, ref)
+    assert "prestarted" not in a.dynamic and "prestarted" in b.dynamic, b.dynamic.get("prestarted")
+    assert summary(a) == summary(b)
+    # the shortcut is caught either way: the comparison above is not two inconclusive runs
+    assert (b.verdict == "hacked") == (name == "shortcut"), summary(b)
+    # the warm-up ran the profiler once, around a kernel of its own, before the job came
+    assert b.dynamic["prestarted"]["profiler_kernels"] > 0
+
+
+def test_each_pooled_worker_runs_one_job_and_none_outlives_the_session(ref, tmp_path):
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=5, prestart=2))
+    try:
+        for i in range(3):
+            r = audit(s, tmp_path, f"h{i}", HONEST, ref)
+            # a PyTorch op, no kernel of its own: a policy violation, never a hack
+            assert r.dynamic["status"] == "ran" and r.verdict == "violation" and "prestarted" in r.dynamic
+        p = s._pool
+        assert p.taken == 3 and p.started == 5     # two kept ready, each taken one replaced
+        idle = list(p._idle)
+        assert len(idle) == 2 and all(w.alive() for w in idle)
+    finally:
+        s.close()
+    assert not any(w.alive() for w in idle)
+    assert not any(w.slot.exists() for w in idle)
+
+
+def test_a_pooled_candidate_cannot_change_the_problems_input_sets(ref, tmp_path):
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=9, prestart=1))
+    try:
+        first = audit(s, tmp_path, "honest", HONEST, ref)
+        assert first.verdict == "violation"
+        shared = s._refs[s.ref_key(ref)].shared
+        digest = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in shared.iterdir()}
+        assert any(n.startswith("in_") for n in digest)
+        r = audit(s, tmp_path, "writer", INPUT_WRITER, ref)
+        assert "prestarted" in r.dynamic and r.verdict == "violation", summary(r)
+        assert {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in shared.iterdir()} == digest
+        after = audit(s, tmp_path, "honest2", HONEST, ref)
+        assert after.verdict == "violation", summary(after)
+    finally:
+        s.close()
+
+
+def test_an_extension_built_once_is_loaded_by_a_pooled_worker_without_a_rebuild(ref, tmp_path, monkeypatch):
+    import shutil
+
+    if not shutil.which("c++"):
+        pytest.skip("building a C++ extension needs a compiler")
+    monkeypatch.setenv("HACKSCAN_CACHE", str(tmp_path / "cache"))
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=600, seed=3, prestart=1))
+    s.keep_worker_dirs = True
+    try:
+        cold = audit(s, tmp_path, "ext", EXT, ref)    # no build yet: a fresh worker builds it
+        # (its note of where the library lies is a file written: a suspect for the static pass)
+        assert "prestarted" not in cold.dynamic and cold.dynamic["status"] == "ran", summary(cold)
+        from hackscan.dynamic.builds import build_dir
+
+        built = {p.name: p.stat().st_mtime_ns for p in build_dir(tmp_path / "ext.py", "cpu").rglob("*.so")
+                 if "triton" not in p.parts}
+        assert len(built) == 1
+        before = {p.parent for p in s.work.glob("cand-*/where.json")}
+        warm = audit(s, tmp_path, "ext", EXT, ref)
+        assert "prestarted" in warm.dynamic and summary(warm) == summary(cold)
+        (where,) = [json.loads(p.read_text()) for p in s.work.glob("cand-*/where.json") if p.parent not in before]
+        # the pooled worker loaded the slot's copy of the build, as it was built: a rebuild (a
+        # build folder seen at another path) would have written a newer library, elsewhere
+        assert "/pool-" in where["real"] and where["real"].endswith("/build/relu_pool/relu_pool.so"), where
+        assert where["mtime"] == next(iter(built.values()))
+    finally:
+        s.close()

@@ -11,7 +11,7 @@ loss, builds cached), times:
    extension (its and hackscan's) is built first, all at once, untimed. Reported: the process's wall time, and
    its time after `import torch` (an evaluator that keeps a process warm pays only that).
 2. **hackscan, warm**: one `hackscan.Session` per mode (`--dynamic all`; `all` with candidate
-   workers started ahead of their jobs (`HACKSCAN_PRESTART=2`, timed once a started worker is
+   workers started ahead of their jobs (`HACKSCAN_PRESTART=3`: the main worker and the two rewritten runs'; timed once a started worker is
    ready, the wait reported apart); `all` with the profiled call in a worker of its own
    (`HACKSCAN_PROFILE_BESIDE=gpu`); `auto`); each problem's
    first audit runs the reference (reported apart), the next `--repeat` audits of the candidate
@@ -155,7 +155,7 @@ def main() -> None:
             # started ahead of their jobs (HACKSCAN_PRESTART): read when the session's first
             # dynamic audit builds its options
             os.environ["HACKSCAN_PROFILE_BESIDE"] = "gpu" if mode.endswith("profile-beside") else "never"
-            os.environ["HACKSCAN_PRESTART"] = "2" if mode.endswith("prestart") else "0"
+            os.environ["HACKSCAN_PRESTART"] = "3" if mode.endswith("prestart") else "0"
             with hackscan.Session(dynamic=mode.split("+")[0], device=args.device) as s:
                 t0 = time.perf_counter()
                 first = s.audit(cand, ref)                           # the reference runs here (and builds)

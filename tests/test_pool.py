@@ -57,6 +57,31 @@ class ModelNew(nn.Module):
         return torch.clamp(x, min=0.0)
 """
 
+# its own Triton kernel: the rewritten runs (forced failure, ghost replay) run too
+TRITON_RELU = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        return y
+"""
+
 # reads where its inputs lie from its own job and tries to change them
 INPUT_WRITER = """
 import json, os
@@ -137,13 +162,15 @@ def sessions():
     pooled.close()
 
 
-@pytest.mark.parametrize("name,src", [("honest", HONEST), ("shortcut", SHORTCUT)])
+@pytest.mark.parametrize("name,src", [("honest", HONEST), ("shortcut", SHORTCUT), ("triton", TRITON_RELU)])
 def test_a_pooled_worker_gives_the_fresh_workers_verdict_and_evidence(sessions, ref, tmp_path, name, src):
     fresh, pooled = sessions
     a = audit(fresh, tmp_path, name, src, ref)
     b = audit(pooled, tmp_path, name, src, ref)
     assert "prestarted" not in a.dynamic and "prestarted" in b.dynamic, b.dynamic.get("prestarted")
     assert summary(a) == summary(b)
+    if name == "triton":   # the rewritten runs ran, in started workers too, and cleared it
+        assert b.verdict == "clean" and b.dynamic["probes"]["forced-failure"]["status"] == "passed", summary(b)
     # the shortcut is caught either way: the comparison above is not two inconclusive runs
     assert (b.verdict == "hacked") == (name == "shortcut"), summary(b)
     # the warm-up ran the profiler once, around a kernel of its own, before the job came
@@ -158,6 +185,7 @@ def test_each_pooled_worker_runs_one_job_and_none_outlives_the_session(ref, tmp_
             # a PyTorch op, no kernel of its own: a policy violation, never a hack
             assert r.dynamic["status"] == "ran" and r.verdict == "violation" and "prestarted" in r.dynamic
         p = s._pool
+        assert p.wait_ready(120)
         assert p.taken == 3 and p.started == 5     # two kept ready, each taken one replaced
         idle = list(p._idle)
         assert len(idle) == 2 and all(w.alive() for w in idle)

@@ -855,9 +855,10 @@ class DynamicSession:
 
     def _candidate_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
                           bdir: Path) -> WorkerResult:
-        """The candidate's main worker: one started ahead of the job where the pool has one
-        that fits and its build (if it builds an extension) is done; else a fresh one. Either
-        way the job's folder ends up as `d`."""
+        """A candidate's worker (the main one, or a rewritten run's: forced failure, ghost
+        replay): one started ahead of the job where the pool has one that fits and its build
+        (if it builds an extension) is done; else a fresh one. Either way the job's folder ends
+        up as `d`."""
         # a build made inside a pooled worker would land in its slot and be lost, not wrong: one
         # that names torch's extension builder waits for its build in the keyed folder
         try:
@@ -867,12 +868,15 @@ class DynamicSession:
         built = not needs_build or any("triton" not in p.relative_to(bdir).parts for p in bdir.rglob("*.so"))
         pw = self._pooled(env, limits) if built else None
         if pw is None:
-            return run_worker(job, files, limits, self.opts.device, env, jobdir=d)
+            # a file already in the job's folder (a rewritten source) is not copied onto itself
+            own = {k: v for k, v in files.items() if Path(v).resolve() != (d / k).resolve()}
+            return run_worker(job, own, limits, self.opts.device, env, jobdir=d)
         try:
             pjob, links = pw.stage(job, bdir)
         except OSError:
             pw.close()
-            return run_worker(job, files, limits, self.opts.device, env, jobdir=d)
+            own = {k: v for k, v in files.items() if Path(v).resolve() != (d / k).resolve()}
+            return run_worker(job, own, limits, self.opts.device, env, jobdir=d)
         res = pw.run(pjob, files, limits, env, links)
         for entry in os.listdir(pw.jobdir):
             os.replace(pw.jobdir / entry, d / entry)
@@ -976,7 +980,10 @@ class DynamicSession:
 
         def one(j):
             mode, sjob, sfiles, slimits, senv, sub, reinit = j
-            r = self.run_on_device(lambda: run_worker(sjob, sfiles, slimits, self.opts.device, senv, jobdir=sub))
+            # a started worker where the pool has one (the rewritten source is in `sub` already)
+            r = self.run_on_device(lambda: self._candidate_worker(
+                sjob, {**sfiles, "candidate_module.py": sub / "candidate_module.py"}, slimits, senv, sub,
+                Path(senv["TORCH_EXTENSIONS_DIR"])))
             # the perturbed reference applies where the candidate's perturbed tensors correspond
             # to the reference's by shape; otherwise the unperturbed one does not either: none
             same = reinit and same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)

@@ -137,27 +137,48 @@ class Prestarted:
 
 
 class Pool:
-    """Up to `size` workers kept started; `take()` hands out one that fits and starts its
-    replacement at once."""
+    """Up to `size` workers kept started; `take()` hands out one that fits and has its
+    replacement started at once.
+
+    Workers are started by one thread of the pool's own that lives as long as the pool:
+    bubblewrap's --die-with-parent kills a worker when the *thread* that started it ends, and
+    audits take workers from short-lived threads (the rewritten runs' executors)."""
 
     def __init__(self, size: int, root: Path, limits: Limits, device: str, env: dict[str, str]):
         self.size, self.root, self.limits, self.device, self.env = size, root, limits, device, dict(env)
         self._idle: deque[Prestarted] = deque()
         self._lock = threading.Lock()
+        self._want = threading.Event()
         self._closed = False
         self.started = self.taken = 0
+        self._thread = threading.Thread(target=self._starter, name="hackscan-pool", daemon=True)
+        self._thread.start()
         self.fill()
 
+    def _starter(self) -> None:
+        while True:
+            self._want.wait()
+            self._want.clear()
+            with self._lock:
+                if self._closed:
+                    return
+                while len(self._idle) < self.size:
+                    try:
+                        self._idle.append(Prestarted(self.root, self.limits, self.device, self.env))
+                        self.started += 1
+                    except OSError:
+                        break
+
     def fill(self) -> None:
-        with self._lock:
-            while not self._closed and len(self._idle) < self.size:
-                try:
-                    self._idle.append(Prestarted(self.root, self.limits, self.device, self.env))
-                    self.started += 1
-                except OSError:
-                    break
+        """Have the pool's thread start workers up to `size`."""
+        self._want.set()
 
     def take(self, env: dict[str, str], limits: Limits) -> Prestarted | None:
+        # the pool's thread starts a worker in well under a second (a Popen): a worker it is
+        # starting now is further on than a fresh one would be
+        end = time.monotonic() + 5.0
+        while not self._idle and not self._closed and time.monotonic() < end:
+            time.sleep(0.01)
         found = None
         with self._lock:
             for pw in list(self._idle):
@@ -178,7 +199,7 @@ class Pool:
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
             with self._lock:
-                if self._idle and all(w.ready() for w in self._idle):
+                if len(self._idle) >= self.size and all(w.ready() for w in self._idle):
                     return True
             time.sleep(0.05)
         return False
@@ -187,5 +208,7 @@ class Pool:
         with self._lock:
             self._closed = True
             idle, self._idle = list(self._idle), deque()
+        self._want.set()
+        self._thread.join(timeout=30)
         for pw in idle:
             pw.close()

@@ -7,7 +7,10 @@ sets; keyed by the reference's text, evicted least-recently-used past a dozen pr
 measurer. A reward call for a new candidate of a problem already seen costs only the candidate's
 own workers. Several threads may call `audit` at once; at most `max_concurrent` audits run at a
 time (the others wait), so a batch never oversubscribes the machine. Candidates never see the
-seed or the reference's outputs: they run in their own workers, as in every audit."""
+seed or the reference's outputs: they run in their own workers, as in every audit. With
+`prestart=N` (bubblewrap only) N candidate workers are kept started ahead of their jobs
+(hackscan.dynamic.pool): a call does not wait for a process, torch, the device's context and
+the profiler's set-up."""
 from __future__ import annotations
 
 import itertools
@@ -27,7 +30,7 @@ class Session:
                  entry: str = "ModelNew", timeout_s: float = 180.0, seed: int | None = None,
                  cuda_ghost: str = "suspects", measure: bool | str = False, measure_budget_s: float = 10.0,
                  max_concurrent: int | None = None, dtype: str | None = None, gpu: int | None = None,
-                 measure_min_reps: int = 10):
+                 measure_min_reps: int = 10, prestart: int | None = None):
         mode = {True: "survivors", False: "off"}.get(measure, measure)
         if mode not in ("off", "survivors", "all"):
             raise ValueError(f"measure must be True, False, 'survivors' or 'all', not {measure!r}")
@@ -38,6 +41,10 @@ class Session:
         self._dyn_args = dict(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed, policy=policy,
                               cuda_ghost=cuda_ghost, measure=mode, measure_budget_s=measure_budget_s, dtype=dtype,
                               gpu=gpu, measure_min_reps=measure_min_reps)
+        if prestart is not None:   # else HACKSCAN_PRESTART, read when the dynamic session starts
+            if prestart < 0:
+                raise ValueError(f"prestart must be 0 or more, not {prestart!r}")
+            self._dyn_args["prestart"] = prestart
         from hackscan.dynamic import check_dtype
 
         check_dtype(dtype)   # here, not when the first dynamic audit builds its options

@@ -46,3 +46,15 @@ def test_bad_options_are_refused():
         hackscan.Session(dynamic="sometimes")
     with pytest.raises(ValueError):
         hackscan.Session(measure="maybe")
+    with pytest.raises(ValueError):
+        hackscan.Session(prestart=-1)
+
+
+def test_prestart_reaches_the_dynamic_options_and_the_environment_is_the_default(monkeypatch):
+    from hackscan.dynamic.audit import DynamicOptions
+
+    with hackscan.Session(dynamic="all", prestart=3) as s:
+        assert DynamicOptions(**s.options).prestart == 3
+    monkeypatch.setenv("HACKSCAN_PRESTART", "2")
+    with hackscan.Session(dynamic="all") as s:
+        assert "prestart" not in s.options and DynamicOptions(**s.options).prestart == 2

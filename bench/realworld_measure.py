@@ -18,7 +18,10 @@ an audit run of the same code.
    `<state>/measure.jsonl` and `<out>/measure.jsonl` as soon as it is done: the audit record with
    the `measure` section, so a call cut off keeps what it finished and the next call with the
    same --state goes on.
-4. `hackscan report` over the records writes `report.txt`, `report.json` and `report.html`
+4. With `--prestart N`, the reference's and the candidates' timed workers are started ahead of
+   their jobs (interpreter, torch, CUDA context; no profiler session), outside the device lock:
+   only the job itself runs one at a time.
+5. `hackscan report` over the records writes `report.txt`, `report.json` and `report.html`
    (geomean claimed vs fair, shares faster than TF32 PyTorch and using more memory, by level and
    by source) into --out.
 
@@ -146,7 +149,7 @@ def run(args) -> int:
             "gpu": torch.cuda.get_device_name() if args.device == "cuda" and torch.cuda.is_available() else None,
             "torch": torch.__version__, "cuda": torch.version.cuda, "audits": Path(args.audits).name,
             "command": "python bench/realworld_measure.py " + " ".join(sys.argv[1:]),
-            "measure_budget_s": args.measure_budget, "compile_baseline": args.compile,
+            "measure_budget_s": args.measure_budget, "compile_baseline": args.compile, "prestart": args.prestart,
             "already_done": len(done), "to_run": len(ids),
             # where the session's folder goes: two calls died of a full disk (input sets of 8 GB)
             "disk_free_gb": round(shutil.disk_usage(tempfile.gettempdir()).free / 2**30, 1)}
@@ -154,7 +157,8 @@ def run(args) -> int:
     print(json.dumps(head), flush=True)
     t_start = time.perf_counter()
     session = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=args.timeout, measure="all",
-                                            measure_budget_s=args.measure_budget, measure_compile=args.compile))
+                                            measure_budget_s=args.measure_budget, measure_compile=args.compile,
+                                            prestart=args.prestart))
     paths = {i: (root / "items" / i / "candidate.py", root / "items" / i / "reference.py") for i in ids}
     builds = start_builds(session, ids, paths, args) if args.device == "cuda" else {}
     pending = list(ids)
@@ -234,6 +238,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="per worker")
     ap.add_argument("--measure-budget", type=float, default=5.0, help="each timed loop's seconds")
     ap.add_argument("--compile", action="store_true", help="a torch.compile'd reference as a third baseline")
+    ap.add_argument("--prestart", type=int, default=0,
+                    help="timed workers started ahead of their jobs, outside the device lock (bubblewrap only)")
     ap.add_argument("--budget", type=float, default=480.0, help="no new measurement after this many seconds")
     ap.add_argument("--hard", type=float, default=570.0, help="exit after this many seconds")
     ap.add_argument("--report", metavar="RECORDS", help="only write the report of these records into --out")

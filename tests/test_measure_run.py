@@ -156,7 +156,11 @@ def test_the_references_strict_and_tf32_timings_share_one_worker(tmp_path, monke
         roles.append((job["role"], job["measure"]["mode"]))
         return real(job, *a, **kw)
 
+    import hackscan.dynamic.audit as audit_mod
+
+    # the measurer's workers start through the session (hackscan.dynamic.audit), its fallbacks here
     monkeypatch.setattr(run_mod, "run_worker", counting)
+    monkeypatch.setattr(audit_mod, "run_worker", counting)
     ref3 = d / "ref3.py"
     ref3.write_text(textwrap.dedent(REF).replace("192", "176"))
     cand = d / "honest_one_ref_worker.py"

@@ -239,3 +239,24 @@ def test_an_extension_built_once_is_loaded_by_a_pooled_worker_without_a_rebuild(
         assert where["mtime"] == next(iter(built.values()))
     finally:
         s.close()
+
+
+def test_a_measurement_takes_started_workers_without_a_profiler_warm_up(ref, tmp_path):
+    """The reference's timing and the candidate's each take a started worker of the measuring
+    pool (no profiler session in it: CUPTI's state and memory stay out of timings and
+    footprints), and the measurement reads as one made in fresh workers does."""
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, measure="all",
+                                      measure_budget_s=0.3, prestart=1))
+    try:
+        cand = tmp_path / "honest.py"
+        cand.write_text(textwrap.dedent(HONEST))
+        m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
+        assert m["status"] == "measured", m
+        assert m["reference_strict"]["n"] >= 10 and m["candidate"]["n"] >= 10 and not m["checks"]["wrong"], m
+        p = s._pools["measure"]
+        assert p.taken == 2 and "audit" not in s._pools
+        assert p.wait_ready(120)
+        ready = [json.loads((w.jobdir / "_ready.json").read_text()) for w in p._idle]
+        assert ready and all("profiler_s" not in r for r in ready), ready
+    finally:
+        s.close()

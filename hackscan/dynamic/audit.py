@@ -209,7 +209,7 @@ class DynamicSession:
         self._promised: dict[int, int] = {}   # disk bytes promised to running workers
         self._promise_ids = itertools.count()
         self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
-        self._pool = None               # hackscan.dynamic.pool.Pool, made at the first candidate
+        self._pools: dict = {}          # kind -> hackscan.dynamic.pool.Pool, made at its first job
         self._pool_lock = threading.Lock()
         self.reference_runs = 0         # how many times a reference was run (not reused)
         # what each audit in flight is doing and since when (candidate path -> (stage, start)):
@@ -217,8 +217,8 @@ class DynamicSession:
         self.stages: dict[str, tuple[str, float]] = {}
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
+        for p in list(self._pools.values()):
+            p.close()
         self._workdir.close()
 
     # ---- reference -------------------------------------------------------------
@@ -837,53 +837,73 @@ class DynamicSession:
         info["total_s"] = round(time.perf_counter() - t0, 3)
         return self._settle(result, outcomes, info)
 
-    def _pooled(self, env: dict[str, str], limits: Limits):
+    def _pooled(self, env: dict[str, str], limits: Limits, kind: str = "audit"):
         """A started worker that fits this job, or None (no pool asked for, bubblewrap not in
-        use, or none fits): the pool is made at the first candidate, with this session's
-        variables and limits."""
+        use, or none fits). Two pools, each made at its first job with this session's variables
+        and limits: "audit" workers run a first profiler session while they wait (the audit's
+        profiled call needs CUPTI set up); "measure" workers do not (a timed process that has
+        never profiled, as the reference's, so that neither CUPTI's state nor its memory enters a
+        timing or a footprint), and there are at most two of them (one timing at a time)."""
         if self.opts.prestart <= 0:
             return None
         from hackscan.dynamic import pool
 
         with self._pool_lock:
-            if self._pool is None:
+            if kind not in self._pools:
                 if not pool.available():
                     return None
                 base = {k: v for k, v in env.items() if k not in pool.JOB_VARIABLES}
-                self._pool = pool.Pool(self.opts.prestart, self.work, self.worker_limits(None), self.opts.device, base)
-        return self._pool.take(env, limits)
+                size = self.opts.prestart if kind == "audit" else min(2, self.opts.prestart)
+                self._pools[kind] = pool.Pool(size, self.work, self.worker_limits(None), self.opts.device, base,
+                                              profile=kind == "audit")
+        return self._pools[kind].take(env, limits)
 
-    def _candidate_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
-                          bdir: Path) -> WorkerResult:
-        """A candidate's worker (the main one, or a rewritten run's: forced failure, ghost
-        replay): one started ahead of the job where the pool has one that fits and its build
-        (if it builds an extension) is done; else a fresh one. Either way the job's folder ends
-        up as `d`."""
-        # a build made inside a pooled worker would land in its slot and be lost, not wrong: one
-        # that names torch's extension builder waits for its build in the keyed folder
+    @property
+    def _pool(self):
+        """The audit pool (tests and benchmarks read its counts)."""
+        return self._pools.get("audit")
+
+    def pooled_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
+                      bdir: Path | None, kind: str = "audit", lock=None) -> WorkerResult:
+        """A worker for `job`: one started ahead of it where a pool of `kind` has one that fits
+        and the job's build (if its source builds an extension) is done; else a fresh one. The
+        worker's start happens outside `lock` (a measurement's device lock), its run inside.
+        Either way the job's folder ends up as `d`."""
+        # a build made inside a pooled worker would land in its slot and be lost, not wrong: a
+        # source that names torch's extension builder waits for its build in the keyed folder
         try:
-            needs_build = b"cpp_extension" in Path(files["candidate_module.py"]).read_bytes()
-        except OSError:
+            needs_build = b"cpp_extension" in Path(files[job["source"]]).read_bytes()
+        except (KeyError, OSError):
             needs_build = True
-        built = not needs_build or any("triton" not in p.relative_to(bdir).parts for p in bdir.rglob("*.so"))
-        pw = self._pooled(env, limits) if built else None
-        if pw is None:
-            # a file already in the job's folder (a rewritten source) is not copied onto itself
-            own = {k: v for k, v in files.items() if Path(v).resolve() != (d / k).resolve()}
-            return run_worker(job, own, limits, self.opts.device, env, jobdir=d)
-        try:
-            pjob, links = pw.stage(job, bdir)
-        except OSError:
-            pw.close()
-            own = {k: v for k, v in files.items() if Path(v).resolve() != (d / k).resolve()}
-            return run_worker(job, own, limits, self.opts.device, env, jobdir=d)
-        res = pw.run(pjob, files, limits, env, links)
+        built = not needs_build or (bdir is not None and any(
+            "triton" not in p.relative_to(bdir).parts for p in bdir.rglob("*.so")))
+        pw = self._pooled(env, limits, kind) if built else None
+        staged = None
+        if pw is not None:
+            try:
+                staged = pw.stage(job, bdir)
+            except OSError:
+                pw.close()
+                pw = None
+        with (lock if lock is not None else contextlib.nullcontext()):
+            if pw is None:
+                # a file already in the job's folder (a rewritten source) is not copied onto itself
+                own = {k: v for k, v in files.items() if Path(v).resolve() != (d / k).resolve()}
+                return run_worker(job, own, limits, self.opts.device, env, jobdir=d)
+            res = pw.run(staged[0], files, limits, env, staged[1])
+        d.mkdir(parents=True, exist_ok=True)
         for entry in os.listdir(pw.jobdir):
             os.replace(pw.jobdir / entry, d / entry)
         pw.close()
         res.jobdir = d
         res.data.setdefault("events", []).append("ran in a worker started ahead of its job")
         return res
+
+    def _candidate_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
+                          bdir: Path) -> WorkerResult:
+        """A candidate's audit worker (the main one, or a rewritten run's: forced failure,
+        ghost replay)."""
+        return self.pooled_worker(job, files, limits, env, d, bdir, "audit")
 
     def _profile_side(self, plan: list[dict], problem_bytes: int) -> list[dict]:
         """The plan's profiled call and the plain call beside it (the profiler toggle's pair),

@@ -44,14 +44,14 @@ def available() -> bool:
 class Prestarted:
     """One worker started in a slot of its own under `root`, waiting for its job on stdin."""
 
-    def __init__(self, root: Path, limits: Limits, device: str, env: dict[str, str]):
+    def __init__(self, root: Path, limits: Limits, device: str, env: dict[str, str], profile: bool = True):
         self.slot = Path(tempfile.mkdtemp(prefix="pool-", dir=root))
         self.jobdir, self.build, self.inputs = (self.slot / n for n in ("job", "build", "inputs"))
         for d in (self.jobdir, self.build, self.inputs):
             d.mkdir()
         self.device, self.env = device, dict(env)
         self.limits = replace(limits, writable=(str(self.build),), read_only=(str(self.inputs),))
-        cmd = worker_command(self.jobdir, "--wait", device)
+        cmd = worker_command(self.jobdir, "--wait", device, *(() if profile else ("noprofile",)))
         self._out = open(self.jobdir / "_stdout.txt", "wb")
         self._err = open(self.jobdir / "_stderr.txt", "wb")
         self.proc, self.engine, self.why, self.watch = start(
@@ -144,8 +144,10 @@ class Pool:
     bubblewrap's --die-with-parent kills a worker when the *thread* that started it ends, and
     audits take workers from short-lived threads (the rewritten runs' executors)."""
 
-    def __init__(self, size: int, root: Path, limits: Limits, device: str, env: dict[str, str]):
+    def __init__(self, size: int, root: Path, limits: Limits, device: str, env: dict[str, str],
+                 profile: bool = True):
         self.size, self.root, self.limits, self.device, self.env = size, root, limits, device, dict(env)
+        self.profile = profile
         self._idle: deque[Prestarted] = deque()
         self._lock = threading.Lock()
         self._want = threading.Event()
@@ -164,7 +166,7 @@ class Pool:
                     return
                 while len(self._idle) < self.size:
                     try:
-                        self._idle.append(Prestarted(self.root, self.limits, self.device, self.env))
+                        self._idle.append(Prestarted(self.root, self.limits, self.device, self.env, self.profile))
                         self.started += 1
                     except OSError:
                         break

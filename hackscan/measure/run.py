@@ -110,8 +110,9 @@ class Measurer:
         job.update(prepare=True, memory_budget_bytes=self.s.memory_budget(),
                    visible_seeds={f"pool{k}": self.s.derive(f"measure-pool{k}") for k in range(self.opts.sets)},
                    sets_bytes_cap=self.opts.sets_bytes_cap, sets_min=min(2, self.opts.sets))
-        with self._device_lock:
-            res = run_worker(job, files, self.s.worker_limits(), self.s.opts.device, self.s.worker_env(), jobdir=d)
+        # a started worker where the session keeps them (its start outside the device lock)
+        res = self.s.pooled_worker(job, files, self.s.worker_limits(), self.s.worker_env(), d, None, "measure",
+                                   lock=self._device_lock)
         (d / "job.json").unlink(missing_ok=True)   # the derived seeds
         if not res.ok or "measure" not in res.data:
             return Baseline(False, res.error or "the reference's measurement returned nothing", d)
@@ -184,8 +185,7 @@ class Measurer:
         limits.read_only = (str(shared),)
         env = dict(self.s.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         try:
-            with self._device_lock:
-                res = run_worker(job, files, limits, self.s.opts.device, env, jobdir=d)
+            res = self.s.pooled_worker(job, files, limits, env, d, bdir, "measure", lock=self._device_lock)
             return self._read(b, res, d, t0)
         finally:
             shutil.rmtree(d, ignore_errors=True)   # its outputs

@@ -15,9 +15,9 @@ import sys
 import time
 
 
-def prestart(device: str) -> dict:
+def prestart(device: str, profile: bool = True) -> dict:
     """The warm-up, timed: {"torch_s", "device_s", "profiler_s", "profiler_kernels": n} (or
-    `profiler_error`)."""
+    `profiler_error`); without `profile` (a measurement's worker), no profiler session."""
     info: dict = {}
     t0 = time.perf_counter()
     import torch
@@ -29,6 +29,8 @@ def prestart(device: str) -> dict:
         torch.cuda.synchronize()
     info["device_s"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
+    if not profile:
+        return _ready(info)
     try:
         from torch.autograd import DeviceType
         from torch.profiler import ProfilerActivity, profile
@@ -46,6 +48,10 @@ def prestart(device: str) -> dict:
     except Exception as e:  # noqa: BLE001 - the job's own profiled call says what it sees
         info["profiler_error"] = f"{type(e).__name__}: {e}"[:300]
     info["profiler_s"] = round(time.perf_counter() - t0, 3)
+    return _ready(info)
+
+
+def _ready(info: dict) -> dict:
     try:   # in its own folder: the auditor's sign that this worker is ready (Pool.ready)
         with open("_ready.json", "w") as fh:
             json.dump(info, fh)

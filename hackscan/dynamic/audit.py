@@ -848,20 +848,22 @@ class DynamicSession:
             return None
         from hackscan.dynamic import pool
 
+        # one pool per kind and GPU: a worker sees only the GPU it was started on
+        key = kind if "CUDA_VISIBLE_DEVICES" not in env else f"{kind}@{env['CUDA_VISIBLE_DEVICES']}"
         with self._pool_lock:
-            if kind not in self._pools:
+            if key not in self._pools:
                 if not pool.available():
                     return None
                 base = {k: v for k, v in env.items() if k not in pool.JOB_VARIABLES}
                 size = self.opts.prestart if kind == "audit" else min(2, self.opts.prestart)
-                self._pools[kind] = pool.Pool(size, self.work, self.worker_limits(None), self.opts.device, base,
-                                              profile=kind == "audit")
-        return self._pools[kind].take(env, limits)
+                self._pools[key] = pool.Pool(size, self.work, self.worker_limits(None), self.opts.device, base,
+                                             profile=kind == "audit")
+        return self._pools[key].take(env, limits)
 
     @property
     def _pool(self):
-        """The audit pool (tests and benchmarks read its counts)."""
-        return self._pools.get("audit")
+        """The first audit pool (tests and benchmarks read its counts)."""
+        return next((p for k, p in self._pools.items() if k.split("@")[0] == "audit"), None)
 
     def pooled_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
                       bdir: Path | None, kind: str = "audit", lock=None) -> WorkerResult:

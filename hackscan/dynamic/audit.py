@@ -895,7 +895,12 @@ class DynamicSession:
             res = pw.run(staged[0], files, limits, env, staged[1])
         d.mkdir(parents=True, exist_ok=True)
         for entry in os.listdir(pw.jobdir):
-            os.replace(pw.jobdir / entry, d / entry)
+            try:
+                os.replace(pw.jobdir / entry, d / entry)
+            except OSError:
+                # what the candidate left in its folder under a name already taken in `d` by
+                # another kind of file (a folder where a source lies): not the worker's report
+                res.data.setdefault("events", []).append(f"left in the started worker's folder: {entry[:80]!r}")
         pw.close()
         res.jobdir = d
         res.data.setdefault("events", []).append("ran in a worker started ahead of its job")

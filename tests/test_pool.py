@@ -260,3 +260,25 @@ def test_a_measurement_takes_started_workers_without_a_profiler_warm_up(ref, tmp
         assert ready and all("profiler_s" not in r for r in ready), ready
     finally:
         s.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_started_workers_profiled_call_sees_the_candidates_kernels_on_a_gpu(ref, tmp_path):
+    """On a GPU the warm-up's profiler session must not leave the job's profiled call blind
+    (one public report: an empty first session did): kernel attribution reads the same from a
+    started worker as from a fresh one, for the main worker and the rewritten runs."""
+    fresh = DynamicSession(DynamicOptions(mode="all", device="cuda", timeout_s=300, seed=21, prestart=0))
+    pooled = DynamicSession(DynamicOptions(mode="all", device="cuda", timeout_s=300, seed=21, prestart=3))
+    try:
+        a = audit(fresh, tmp_path, "triton_gpu", TRITON_RELU, ref)
+        assert pooled._pool is None
+        audit(pooled, tmp_path, "triton_gpu_first", TRITON_RELU, ref)   # makes the pool
+        assert pooled._pool.wait_ready(180)
+        b = audit(pooled, tmp_path, "triton_gpu", TRITON_RELU, ref)
+        assert "prestarted" in b.dynamic and b.dynamic["prestarted"]["profiler_kernels"] > 0
+        assert summary(a) == summary(b) and b.verdict == "clean", (summary(a), summary(b))
+        assert b.dynamic["probes"]["kernel-attribution"]["status"] == "passed", b.dynamic["probes"]["kernel-attribution"]
+    finally:
+        fresh.close()
+        pooled.close()

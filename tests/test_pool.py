@@ -253,7 +253,7 @@ def test_a_measurement_takes_started_workers_without_a_profiler_warm_up(ref, tmp
         m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
         assert m["status"] == "measured", m
         assert m["reference_strict"]["n"] >= 10 and m["candidate"]["n"] >= 10 and not m["checks"]["wrong"], m
-        (p,) = [v for k, v in s._pools.items() if k.startswith("measure")]
+        (p,) = [v for (kind, _gpu), v in s._pools.items() if kind == "measure"]
         assert p.taken == 2 and s._pool is None
         assert p.wait_ready(120)
         ready = [json.loads((w.jobdir / "_ready.json").read_text()) for w in p._idle]

@@ -209,7 +209,7 @@ class DynamicSession:
         self._promised: dict[int, int] = {}   # disk bytes promised to running workers
         self._promise_ids = itertools.count()
         self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
-        self._pools: dict = {}          # kind -> hackscan.dynamic.pool.Pool, made at its first job
+        self._pools: dict = {}          # (kind, GPU) -> hackscan.dynamic.pool.Pool, made at its first job
         self._pool_lock = threading.Lock()
         self.reference_runs = 0         # how many times a reference was run (not reused)
         # what each audit in flight is doing and since when (candidate path -> (stage, start)):
@@ -725,7 +725,7 @@ class DynamicSession:
         self._stage("candidate worker")
         calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
         with self.disk_budget(8, need=sum(out_bytes) * calls) as disk:
-            res = self.run_on_device(lambda: self._candidate_worker(
+            res = self.run_on_device(lambda: self.pooled_worker(
                 dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
                 files, limits, env, d, bdir))
         t_main = time.perf_counter() - t_run
@@ -849,7 +849,7 @@ class DynamicSession:
         from hackscan.dynamic import pool
 
         # one pool per kind and GPU: a worker sees only the GPU it was started on
-        key = kind if "CUDA_VISIBLE_DEVICES" not in env else f"{kind}@{env['CUDA_VISIBLE_DEVICES']}"
+        key = (kind, env.get("CUDA_VISIBLE_DEVICES"))
         with self._pool_lock:
             if key not in self._pools:
                 if not pool.available():
@@ -863,7 +863,7 @@ class DynamicSession:
     @property
     def _pool(self):
         """The first audit pool (tests and benchmarks read its counts)."""
-        return next((p for k, p in self._pools.items() if k.split("@")[0] == "audit"), None)
+        return next((p for (kind, _gpu), p in self._pools.items() if kind == "audit"), None)
 
     def pooled_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
                       bdir: Path | None, kind: str = "audit", lock=None) -> WorkerResult:
@@ -871,15 +871,7 @@ class DynamicSession:
         and the job's build (if its source builds an extension) is done; else a fresh one. The
         worker's start happens outside `lock` (a measurement's device lock), its run inside.
         Either way the job's folder ends up as `d`."""
-        # a build made inside a pooled worker would land in its slot and be lost, not wrong: a
-        # source that names torch's extension builder waits for its build in the keyed folder
-        try:
-            needs_build = b"cpp_extension" in Path(files[job["source"]]).read_bytes()
-        except (KeyError, OSError):
-            needs_build = True
-        built = not needs_build or (bdir is not None and any(
-            "triton" not in p.relative_to(bdir).parts for p in bdir.rglob("*.so")))
-        pw = self._pooled(env, limits, kind) if built else None
+        pw = self._pooled(env, limits, kind) if self.opts.prestart > 0 and _built(job, files, bdir) else None
         staged = None
         if pw is not None:
             try:
@@ -905,12 +897,6 @@ class DynamicSession:
         res.jobdir = d
         res.data.setdefault("events", []).append("ran in a worker started ahead of its job")
         return res
-
-    def _candidate_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
-                          bdir: Path) -> WorkerResult:
-        """A candidate's audit worker (the main one, or a rewritten run's: forced failure,
-        ghost replay)."""
-        return self.pooled_worker(job, files, limits, env, d, bdir, "audit")
 
     def _profile_side(self, plan: list[dict], problem_bytes: int) -> list[dict]:
         """The plan's profiled call and the plain call beside it (the profiler toggle's pair),
@@ -1008,7 +994,7 @@ class DynamicSession:
         def one(j):
             mode, sjob, sfiles, slimits, senv, sub, reinit = j
             # a started worker where the pool has one (the rewritten source is in `sub` already)
-            r = self.run_on_device(lambda: self._candidate_worker(
+            r = self.run_on_device(lambda: self.pooled_worker(
                 sjob, {**sfiles, "candidate_module.py": sub / "candidate_module.py"}, slimits, senv, sub,
                 Path(senv["TORCH_EXTENSIONS_DIR"])))
             # the perturbed reference applies where the candidate's perturbed tensors correspond
@@ -1239,6 +1225,19 @@ def _builds_cuda(path: Path) -> bool:
     except OSError:
         return True
     return bool(re.search(r"cuda_sources|__global__|\.cu\b|<<<|CUDAExtension|cuda_runtime", text))
+
+
+def _built(job: dict, files: dict, bdir: Path | None) -> bool:
+    """Whether a started worker can take the job: its source builds no extension, or the build
+    is done in its keyed folder (a build made inside a started worker would land in its slot and
+    be lost, not wrong; a source that names torch's extension builder waits for its build in the
+    keyed folder)."""
+    try:
+        needs_build = b"cpp_extension" in Path(files[job["source"]]).read_bytes()
+    except (KeyError, OSError):
+        needs_build = True
+    return not needs_build or (bdir is not None and any(
+        "triton" not in p.relative_to(bdir).parts for p in bdir.rglob("*.so")))
 
 
 def _candidate_facts(path: Path):

@@ -57,7 +57,6 @@ class Prestarted:
         self.proc, self.engine, self.why, self.watch = start(
             cmd, self.jobdir, self.limits, device, scrubbed_env(self.jobdir, self.env), self._out, self._err,
             stdin=subprocess.PIPE)
-        self.started = time.monotonic()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -120,7 +119,7 @@ class Prestarted:
             except OSError:
                 pass
 
-    def close(self, remove: bool = True) -> None:
+    def close(self) -> None:
         try:
             if self.proc.stdin and not self.proc.stdin.closed:
                 self.proc.stdin.close()
@@ -132,8 +131,7 @@ class Prestarted:
         except subprocess.TimeoutExpired:
             pass
         self._close_files()
-        if remove:
-            shutil.rmtree(self.slot, ignore_errors=True)
+        shutil.rmtree(self.slot, ignore_errors=True)
 
 
 class Pool:

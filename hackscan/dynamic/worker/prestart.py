@@ -82,7 +82,7 @@ def handoff(info: dict) -> bool:
         try:
             import resource
 
-            soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+            _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
             new = min(int(limit), hard) if hard != resource.RLIM_INFINITY else int(limit)
             resource.setrlimit(resource.RLIMIT_FSIZE, (new, new))
         except (ImportError, ValueError, OSError):

@@ -71,3 +71,23 @@ def test_grammar_error_without_syntax_error(monkeypatch):
     monkeypatch.setattr(loader, "parse_python", lambda src: FakeTree)
     with pytest.raises(loader.BadInput, match="grammar ERROR node"):
         loader.parse_py("x.py", "class ModelNew:\n    pass\n", "file")
+
+
+def test_a_kernel_built_for_another_gpu_reads_as_such(tmp_path):
+    """Four honest bf16/fp8 kernels of a public run, built with sm_100a/sm_120a flags, raised
+    "no kernel image is available" on the H200: the error names the architectures their source
+    builds for, so that it reads as a kernel for another GPU, not a broken one. An explanation of
+    the error only; any other error, or one on a CPU, gets none."""
+    from hackscan.dynamic.audit import _architecture_hint
+
+    cand = tmp_path / "cand.py"
+    cand.write_text('import os\nos.environ["TORCH_CUDA_ARCH_LIST"] = "12.0a"\n'
+                    'FLAGS = ["-gencode=arch=compute_100a,code=sm_100a", "-O3"]\n')
+    err = "forward raised on every call: AcceleratorError: CUDA error: no kernel image is available for execution on the device"
+    hint = _architecture_hint(err, cand, "cuda")
+    assert hint and "sm_100a" in hint and "sm_120a" in hint and "another GPU" in hint, hint
+    assert _architecture_hint("forward raised on every call: RuntimeError: shape mismatch", cand, "cuda") is None
+    assert _architecture_hint(err, cand, "cpu") is None
+    plain = tmp_path / "plain.py"
+    plain.write_text("import torch\n")
+    assert _architecture_hint(err, plain, "cuda") is None

@@ -1062,8 +1062,51 @@ def test_a_set_that_drives_the_reference_near_overflow_proves_nothing():
 
 
 def test_where_the_disk_holds_few_sets_it_keeps_other_draws_before_numerical_extremes(tmp_path):
-    """A budget for the visible set and two more: the sets kept are another draw through the
-    generator and the sign change, never the zeros or denormals (which can only show robustness)."""
-    _, written = _reference_within_disk(tmp_path, (4 << 20) + (512 << 10))
+    """A budget for the two visible sets with their outputs (1 MiB in, 1 MiB out, 2 MiB of fp64
+    out: 8 MiB) and two sets more with theirs (4 MiB each): the sets kept are another draw through
+    the generator and the sign change, never the zeros or denormals (which can only show
+    robustness)."""
+    run, written = _reference_within_disk(tmp_path, (16 << 20) + (512 << 10))
     assert {"in_normal.pt", "in_negated.pt"} <= written, written
     assert not {"in_zeros.pt", "in_denormals.pt", "in_large.pt"} & written, written
+    assert {"normal", "negated"} <= set(run.outputs), sorted(run.outputs)
+
+
+def test_a_candidates_calls_on_the_same_inputs_take_the_disk_once(tmp_path):
+    """A full-size candidate's repeated calls on the visible inputs (fresh calls, the poisoned
+    allocator, timing, the profiler) each wrote its outputs: its disk budget ran out and the
+    probes that read them had "no output on the visible inputs". Under a budget that holds each
+    distinct output once but not every call's, every probe has the outputs it reads."""
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(ONE_MIB_REF))
+    cand = tmp_path / "cand.py"
+    cand.write_text(textwrap.dedent(ONE_MIB_REF).replace("class Model(", "class ModelNew("))
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=5, disk_budget_bytes=(10 << 20) + (512 << 10)))
+    try:
+        out = s.audit(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref)
+    finally:
+        s.close()
+    assert out.dynamic["correct_on_visible"] is True
+    # (before: hidden-distributions, numerical-robustness, poisoned-allocator and sensitivity in
+    # error, as on the H200)
+    missing = {n: p["detail"] for n, p in out.dynamic["probes"].items()
+               if p["status"] == "error" and ("no output" in p["detail"] or "missing" in p["detail"])}
+    assert not missing, missing
+
+
+def test_no_input_set_is_written_where_its_outputs_would_not_fit(tmp_path):
+    """A full-size RMSNorm on the H200 wrote all sixteen of its input sets and then had room for
+    the outputs of none of the hidden ones: every hidden comparison was lost. The hidden sets are
+    drawn once the outputs on the visible inputs are on disk, and a set is written only where its
+    own outputs (as large as the visible set's) fit after it, beside those promised to the sets
+    before it."""
+    for budget, kept in (((12 << 20) + (512 << 10), 1), ((20 << 20) + (512 << 10), 3)):
+        (tmp_path / str(kept)).mkdir()
+        run, written = _reference_within_disk(tmp_path / str(kept), budget)
+        hidden = {n[3:-3] for n in written} - {"visible", "visible2"}
+        assert len(hidden) == kept, (budget, sorted(written), run.skipped)
+        # every set written has the reference's outputs beside it, in both precisions
+        for name in hidden | {"visible", "visible2"}:
+            assert name in run.outputs and run.outputs[name][1] is not None, (name, sorted(run.outputs))
+        why = [v for k, v in run.skipped.items() if k not in hidden]
+        assert why and all("outputs on it" in v or "disk budget" in v for v in why), run.skipped

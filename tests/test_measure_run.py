@@ -142,6 +142,32 @@ def test_the_reference_is_measured_once_per_problem(setup):
     assert all(after[k] is v for k, v in before.items())   # the same Baseline, not a new run
 
 
+def test_a_measurement_says_where_its_time_went(tmp_path):
+    """17.5-28 s per kernel of a new problem on the H200, with nothing to tell process start from
+    input sets or timed loops: each record breaks its time down, with the reference's worker in
+    the record of the candidate that ran it and in no other."""
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(REF))
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, seed=3, measure="all",
+                                      measure_budget_s=0.5))
+    try:
+        phases = []
+        for name in ("first", "second"):
+            cand = tmp_path / f"{name}.py"
+            cand.write_text(textwrap.dedent(HONEST))
+            m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
+            assert m["status"] == "measured", m
+            phases.append(m["phases_s"])
+    finally:
+        s.close()
+    first, second = phases
+    for p in phases:
+        # the worker's own time is within its wall time; what is left is its start
+        assert 0 < p["candidate_in_worker_s"] <= p["candidate_worker_s"], p
+    assert 0 < first["reference_prepare_s"] < first["reference_in_worker_s"] <= first["reference_worker_s"], first
+    assert not any(k.startswith("reference_") for k in second), second
+
+
 def test_the_references_strict_and_tf32_timings_share_one_worker(tmp_path, monkeypatch):
     # a second reference process per problem cost a third of a small problem's measurement
     import hackscan.measure.run as run_mod

@@ -39,6 +39,47 @@ def test_round_trip_of_every_dtype_and_values(worker, tmp_path):
             assert b == a and type(b) is type(a)
 
 
+def test_outputs_written_again_byte_for_byte_name_the_earlier_file(worker, tmp_path, monkeypatch):
+    """A full-size problem's candidate called fifteen times on the visible inputs wrote its
+    outputs fifteen times, and its disk budget ran out before the hidden sets: a call whose
+    outputs are those of an earlier call, bit for bit, names the earlier file. Outputs that differ
+    in one element, or in dtype or shape alone, get a file of their own."""
+    monkeypatch.setattr(worker, "_WRITTEN", {})
+    monkeypatch.setitem(worker._DISK, "budget", None)
+    monkeypatch.setitem(worker._DISK, "used", 0)
+    big = torch.randn(1 << 19)    # 2 MiB
+    first = worker._save_outputs(torch, [big, 3], str(tmp_path / "out_visible_fp32_0"))
+    used = worker._DISK["used"]
+    assert worker._save_outputs(torch, [big.clone(), 3], str(tmp_path / "out_visible_fp32_1")) == first
+    assert worker._DISK["used"] == used and not list(tmp_path.glob("out_visible_fp32_1*"))
+    other = big.clone()
+    other[-1] += 1
+    names = {worker._save_outputs(torch, [other, 3], str(tmp_path / "out_visible_fp32_2")),
+             worker._save_outputs(torch, [big, 4], str(tmp_path / "out_visible_fp32_3")),
+             worker._save_outputs(torch, [big.view(2, -1), 3], str(tmp_path / "out_visible_fp32_4")),
+             worker._save_outputs(torch, [big.view(torch.int32), 3], str(tmp_path / "out_visible_fp32_5"))}
+    assert first not in names and len(names) == 4
+    assert torch.equal(load_outputs(tmp_path / first)[0], big)
+    assert torch.equal(load_outputs(tmp_path / "out_visible_fp32_2.raw")[0], other)
+    # an earlier file gone (the auditor's to remove) is written again, never named
+    (tmp_path / first).unlink()
+    assert worker._save_outputs(torch, [big, 3], str(tmp_path / "out_visible_fp32_6")) == "out_visible_fp32_6.raw"
+
+
+def test_small_and_first_visible_outputs_are_kept_past_the_disk_budget(worker, tmp_path, monkeypatch):
+    """A Huber loss on 8 GiB inputs: the visible set took the disk budget on its own, and the
+    reference's scalar output was then refused (no comparison at all, yet `clean`). Outputs of a
+    few bytes, and the required ones, go past the budget; large optional ones do not."""
+    monkeypatch.setattr(worker, "_WRITTEN", {})
+    monkeypatch.setitem(worker._DISK, "budget", 1 << 10)
+    monkeypatch.setitem(worker._DISK, "used", 1 << 20)
+    assert worker._save_outputs(torch, [torch.tensor(1.5)], str(tmp_path / "out_a")).endswith(".raw")
+    big = torch.randn(1 << 19)
+    with pytest.raises(worker.OutputsNotKept, match="disk budget"):
+        worker._save_outputs(torch, [big], str(tmp_path / "out_b"))
+    assert worker._save_outputs(torch, [big], str(tmp_path / "out_c"), required=True) == "out_c.raw"
+
+
 def test_what_the_raw_format_cannot_hold_goes_through_torch_save(worker, tmp_path):
     outs = [torch.randn(2), ("nested", torch.randn(1))]
     name = worker._save_outputs(torch, outs, str(tmp_path / "out_y"))

@@ -340,6 +340,7 @@ class DynamicSession:
         run.skipped.update({k: f"left the problem's domain: {v}" for k, v in hidden.get("dropped", {}).items()})
         run.skipped.update({k: v for k, v in hidden.get("not_written", {}).items()})
         if res.ok:
+            loaded: dict = {}
             for rec in res.data.get("steps", []):
                 if "error" in rec:
                     if rec["set"] != "visible" and rec["set"] in run.skipped:
@@ -360,7 +361,11 @@ class DynamicSession:
                     run.skipped.setdefault(rec["set"], f"outputs too large to keep: {rec['not_kept'][:200]}")
                 if "file" not in rec:
                     continue
-                outs = load_outputs(d / rec["file"])
+                # a file two calls name (the same bytes, written once: the worker's _WRITTEN) is
+                # read once and held once
+                if rec["file"] not in loaded:
+                    loaded[rec["file"]] = load_outputs(d / rec["file"])
+                outs = loaded[rec["file"]]
                 cur = run.outputs.get(rec["set"], (None, None))
                 run.outputs[rec["set"]] = (outs, cur[1]) if rec["variant"] == "fp32" else (cur[0], outs)
         if run.ok:
@@ -764,6 +769,9 @@ class DynamicSession:
         if res.ok and fwd and all("error" in r for r in fwd):
             res.ok, res.error = False, f"forward raised on every call: {fwd[0]['error'][:300]}"
         if not res.ok:
+            hint = _architecture_hint(res.error, cand_path, self.opts.device)
+            if hint:
+                res.error = f"{res.error}; {hint}"
             outcome = self._crash_outcomes(probes, res)
             info.update(status="error", reason=res.error)
             if isinstance(res.data.get("traceback"), str):
@@ -1225,6 +1233,42 @@ def _builds_cuda(path: Path) -> bool:
     except OSError:
         return True
     return bool(re.search(r"cuda_sources|__global__|\.cu\b|<<<|CUDAExtension|cuda_runtime", text))
+
+
+_NO_IMAGE = re.compile(r"no kernel image is available|cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU|"
+                       r"invalid device function")
+_ARCH = re.compile(r"\b(?:sm|compute)_(\d{2,3}[af]?)\b|TORCH_CUDA_ARCH_LIST\W{1,12}(\d{1,2}\.\d[af]?)")
+
+
+def _architecture_hint(error: str | None, path: Path, device: str) -> str | None:
+    """Where a candidate's kernels had no image for this GPU: the architectures its source names
+    (build flags, TORCH_CUDA_ARCH_LIST) beside the GPU's own, so that the error reads as a kernel
+    built for another GPU, to audit there, not as a broken kernel. An explanation of an error
+    only: it changes no verdict."""
+    if not error or device != "cuda" or not _NO_IMAGE.search(error):
+        return None
+    names = set()
+    for f in [path, *sibling_sources(path)]:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        for m in _ARCH.finditer(text):
+            if m.group(1):
+                names.add(f"sm_{m.group(1)}")
+            else:
+                names.add("sm_" + m.group(2).replace(".", ""))
+    try:
+        major, minor = torch.cuda.get_device_capability()
+        here = f"sm_{major}{minor}"
+    except Exception:  # noqa: BLE001 - no CUDA in the auditor's process
+        here = None
+    if not names:
+        return None
+    named = ", ".join(sorted(names))
+    return (f"the candidate's source names {named} (its build flags or TORCH_CUDA_ARCH_LIST)"
+            + (f" and this GPU is {here}" if here else "")
+            + ": a kernel built for another GPU; audit it on one of those")
 
 
 def _built(job: dict, files: dict, bdir: Path | None) -> bool:

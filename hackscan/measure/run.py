@@ -36,6 +36,10 @@ class Baseline:
     dir: Path | None
     records: dict = field(default_factory=dict)     # mode -> worker measure record
     check_outputs: dict = field(default_factory=dict)  # set index -> outputs (strict reference)
+    # where the reference's measurement went: its worker's wall time, what of it ran inside the
+    # worker (the rest: process start, or the wait for a started one) and the input sets' draw
+    timings: dict = field(default_factory=dict)
+    reported: bool = False     # its timings are in one candidate's record already
 
 
 class Measurer:
@@ -123,7 +127,7 @@ class Measurer:
         for f in [*d.glob("in_pool*.pt"), d / "init.pt"]:
             if f.is_file():
                 f.rename(shared / f.name)
-        b = Baseline(True, None, d, {"strict": res.data["measure"]})
+        b = Baseline(True, None, d, {"strict": res.data["measure"]}, timings=_phases("reference", res))
         if res.data["measure"].get("device_limits"):
             self._limits_cache = res.data["measure"]["device_limits"]
         for c in res.data["measure"].get("checks", []):
@@ -149,6 +153,7 @@ class Measurer:
             limits.read_only = (str(d / "shared"),)
             with self._device_lock:
                 r = run_worker(job, files, limits, self.s.opts.device, self.s.worker_env(), jobdir=dm)
+            b.timings[f"reference_{mode}_worker_s"] = round(r.wall_s, 3)
             if r.ok and "measure" in r.data:
                 b.records[mode] = r.data["measure"]
             else:
@@ -221,7 +226,30 @@ class Measurer:
         out["candidate_state"] = rec.get("state_after")
         out["seconds"] = round(time.perf_counter() - t0, 3)
         out["candidate_worker_s"] = round(res.wall_s, 3)
+        # where this item's time went: the candidate's worker, and the reference's where this
+        # item ran it (the first candidate of its problem); the rest is the wait for the device
+        phases = _phases("candidate", res)
+        with self._lock:
+            if not b.reported:
+                b.reported = True
+                phases.update(b.timings)
+        out["phases_s"] = phases
         return out
+
+
+def _phases(role: str, res) -> dict:
+    """One measurement worker's time: its wall time, what of it its process reported (import,
+    input sets, timed loops), and whether it was started ahead of its job."""
+    data = res.data if isinstance(res.data, dict) else {}
+    out = {f"{role}_worker_s": round(res.wall_s, 3)}
+    if isinstance(data.get("total_s"), (int, float)):
+        out[f"{role}_in_worker_s"] = round(data["total_s"], 3)
+    for k in ("import_s", "prepare_s"):
+        if isinstance(data.get(k), (int, float)):
+            out[f"{role}_{k}"] = round(data[k], 3)
+    if isinstance(data.get("prestart"), dict):
+        out[f"{role}_prestarted"] = True
+    return out
 
 
 def _ok(rec):

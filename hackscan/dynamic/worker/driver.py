@@ -76,18 +76,9 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
         entry = getattr(mod, job["entry"], None)
         if entry is None:
             raise LookupError(f"no class {job['entry']} after import")
+        hidden = None    # the hidden sets, drawn once the reference's outputs on the visible sets are on disk
         if job.get("prepare"):
-            t0 = time.perf_counter()
-            # drawing, checking and writing a full-size problem's fourteen input sets is CPU work
-            # that every candidate of the problem waits for: it gets the threads the auditor lends
-            threads = torch.get_num_threads()
-            result["prepare_threads"] = max(threads, int(job.get("prepare_threads") or 1))
-            torch.set_num_threads(result["prepare_threads"])
-            try:
-                _prepare(torch, mod, job, jobdir, result)
-            finally:
-                torch.set_num_threads(threads)
-            result["prepare_s"] = time.perf_counter() - t0
+            hidden = _preparing(torch, result, job, lambda: _prepare(torch, mod, job, jobdir, result))
         init = torch.load(_infile(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
         model = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
                            job.get("perturb_seed") if job.get("construct_perturbed") else None, result)
@@ -140,6 +131,11 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
         slots: dict = {}
         lost = None    # a device fault that left the CUDA context unusable: every later call is lost with it
         for step in job["plan"]:
+            if hidden is not None and step.get("set") not in job.get("visible_seeds", {}):
+                if lost is None:    # (a lost CUDA context draws nothing more: every later call is lost)
+                    reserve = _outputs_bytes(jobdir, result)
+                    _preparing(torch, result, job, lambda: hidden(reserve))
+                hidden = None
             if lost is not None:
                 _not_run(result, step, lost)
                 continue
@@ -186,6 +182,34 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
     result["isolation"] = _isolation()
     _emit(jobdir, result)
     return 0
+
+
+def _preparing(torch, result: dict, job: dict, fn):
+    """fn() (drawing, checking and writing input sets) with the threads the auditor lends: a
+    full-size problem's fourteen sets are CPU work that every candidate of the problem waits
+    for. Its time is added to prepare_s."""
+    t0 = time.perf_counter()
+    threads = torch.get_num_threads()
+    result["prepare_threads"] = max(threads, int(job.get("prepare_threads") or 1))
+    torch.set_num_threads(result["prepare_threads"])
+    try:
+        return fn()
+    finally:
+        torch.set_num_threads(threads)
+        result["prepare_s"] = result.get("prepare_s", 0.0) + time.perf_counter() - t0
+
+
+def _outputs_bytes(jobdir: str, result: dict) -> int:
+    """The bytes the reference's outputs on the visible inputs took (every precision's file):
+    what each hidden set will need beside its inputs."""
+    files = {r["file"] for r in result["steps"] if r.get("set") == "visible" and r.get("call", 0) == 0 and r.get("file")}
+    total = 0
+    for f in files:
+        try:
+            total += os.path.getsize(os.path.join(jobdir, os.path.basename(f)))
+        except OSError:
+            pass
+    return total
 
 
 def _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result, slots):

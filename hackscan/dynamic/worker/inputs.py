@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import time
 
-from .common import _as_set, _leaves, _same_bits, _seed_all, _tensor_bytes, _tree_map
-from .tensorfiles import SetWriter, _save_set, host_cache_bytes
+from .common import _as_set, _infile, _leaves, _same_bits, _seed_all, _tree_map
+from .tensorfiles import _DISK, SetWriter, _save_set, host_cache_bytes
 
 
 def _prepare(torch, mod, job, jobdir, result) -> None:
@@ -67,19 +67,45 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
         if why:
             not_written[name] = why
         seconds[name] = round(time.perf_counter() - t0, 3)
-    if job.get("other_shapes"):
-        result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw)
     from_set = job.get("variants_from")
-    if not from_set:
-        return
-    base = visible[from_set]
-    # what the visible sets share, summarised: the other visible sets need not stay in host
-    # memory while twelve hidden sets are drawn (a full-size problem's set is 8 GiB)
-    seen = _Domain(torch, [v for k, v in visible.items() if k.startswith("visible")] or [base])
-    visible = {from_set: base}
+    if not from_set and not job.get("other_shapes"):
+        return None
+    # what the visible sets share, summarised: the visible sets need not stay in host memory
+    # while the reference runs on them and twelve hidden sets are drawn (a full-size problem's
+    # set is 8 GiB)
+    seen = _Domain(torch, [v for k, v in visible.items() if k.startswith("visible")] or list(visible.values())[:1]) \
+        if from_set else None
+    visible = None
+
+    def hidden(reserve: int = 0) -> None:
+        """The hidden sets and the set of another size, drawn once the reference's outputs on the
+        visible inputs are on disk: each set is written only where the disk this worker may use
+        holds it and, after it, `reserve` bytes for the reference's outputs on it (the visible
+        set's), counted for every set already written. A full-size problem whose disk held only
+        some sets wrote every input set and then had no room for outputs on most of them: inputs
+        with no outputs beside them prove nothing and kept the disk from the sets that could."""
+        t0 = time.perf_counter()
+        _DISK["pending"] = 0
+        if from_set:
+            _hidden_sets(torch, get_inputs, job, jobdir, result, from_set, seen, draw, reserve)
+        if job.get("other_shapes"):
+            result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw, reserve)
+        _DISK["pending"] = 0
+        result["hidden_sets"]["reserve_bytes"] = int(reserve)
+        result["hidden_sets"]["drawn_s"] = round(time.perf_counter() - t0, 3)
+
+    return hidden
+
+
+def _hidden_sets(torch, get_inputs, job, jobdir, result, from_set, seen, draw, reserve) -> None:
+    """The hidden sets from the problem's own generator, the most telling first (_FIRST)."""
+    not_written, seconds = result["hidden_sets"]["not_written"], result["hidden_sets"]["seconds"]
+    base = None
+    if "noncontiguous" in job.get("variants", []):
+        base = torch.load(_infile(jobdir, f"in_{from_set}.pt"), weights_only=True)
     dropped, sources = {}, {}
     # a set's write overlaps the next set's draw where two sets fit in the memory the worker keeps
-    set_bytes = _tensor_bytes(torch, base)
+    set_bytes = sum(x.get("bytes", 0) for x in result.get("input_spec", []))
     with SetWriter(torch, overlap=2 * set_bytes <= host_cache_bytes()) as writer:
         variants = list(enumerate(job.get("variants", [])))
         # the most telling sets first: where the disk holds only some of a full-size problem's
@@ -101,7 +127,7 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
                 if dropped_why:
                     dropped[v] = dropped_why
             if v not in dropped:
-                why = writer.save(vals, os.path.join(jobdir, f"in_{v}.pt"))
+                why = writer.save(vals, os.path.join(jobdir, f"in_{v}.pt"), reserve)
                 if why:
                     not_written[v] = why
             seconds[v] = round(time.perf_counter() - t0, 3)
@@ -321,7 +347,7 @@ def _leaves_domain(torch, seen, vals):
     return None
 
 
-def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None):
+def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None, reserve: int = 0):
     """Inputs of another size: module-level integers read by get_inputs (and not by
     get_init_inputs, which shapes the parameters) are shrunk by one, off any tile multiple."""
     init_names = set(getattr(get_init, "__code__", None).co_names) if hasattr(get_init, "__code__") else set()
@@ -343,7 +369,7 @@ def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None):
     finally:
         for n, v in old.items():
             setattr(mod, n, v)
-    why = _save_set(torch, vals, os.path.join(jobdir, "in_other_shape.pt"))
+    why = _save_set(torch, vals, os.path.join(jobdir, "in_other_shape.pt"), reserve=reserve)
     if why:
         return {"changed": {}, "error": why}
     return {"changed": {n: [v, v - 1] for n, v in old.items()}}

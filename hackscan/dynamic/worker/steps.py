@@ -113,7 +113,8 @@ def step_call(run: Run, step: dict) -> None:
             outs = _outputs_list(torch, hout)
             try:
                 rec["file"] = _save_outputs(torch, [_plain(torch, o) for o in outs],
-                                            os.path.join(jobdir, f"out_{label}_fp64_{step.get('call', 0)}"))
+                                            os.path.join(jobdir, f"out_{label}_fp64_{step.get('call', 0)}"),
+                                            required=_first_visible(label, "fp64", step))
             except OutputsNotKept as e:
                 rec["not_kept"] = str(e)[:300]
             result["steps"].append(rec)
@@ -157,7 +158,8 @@ def step_call(run: Run, step: dict) -> None:
         rec["aliases_input"] = [isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in ptrs for o in outs]
         try:
             fname = _save_outputs(torch, [_plain(torch, o) for o in outs],
-                                  os.path.join(jobdir, f"out_{label}_{vname}_{step.get('call', 0)}"))
+                                  os.path.join(jobdir, f"out_{label}_{vname}_{step.get('call', 0)}"),
+                                  required=_first_visible(label, vname, step))
         except OutputsNotKept as e:
             rec["not_kept"] = str(e)[:300]
             result["steps"].append(rec)
@@ -167,6 +169,21 @@ def step_call(run: Run, step: dict) -> None:
         rec["step_s"] = time.perf_counter() - t0  # the call, the checks and writing the outputs
         result["steps"].append(rec)
         native_ok = True
+
+
+_VISIBLE_KEPT: set = set()    # variants whose outputs on the visible inputs this worker has kept
+
+
+def _first_visible(label: str, vname: str, step: dict) -> bool:
+    """Outputs on the visible inputs that every comparison starts from: the call labelled
+    "visible", and this worker's first call on those inputs whatever its label (a candidate's
+    first is a fresh-call probe's). They are kept past the disk budget, as the visible set
+    itself is, where the disk has room above its floor."""
+    if step.get("set") != "visible":
+        return False
+    first = vname not in _VISIBLE_KEPT
+    _VISIBLE_KEPT.add(vname)
+    return first or (label == "visible" and step.get("call", 0) == 0)
 
 
 # the plan's steps by op: a new kind of step is one function here

@@ -61,13 +61,31 @@ _RAW_DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "in
                "complex64", "complex128")
 
 
-def _save_outputs(torch, outs, stem) -> str:
+# outputs written by this worker, by the SHA-256 of their header and bytes: a call whose outputs
+# are byte for byte those of an earlier call (a deterministic kernel called again on the same
+# inputs, the reference's second call) names the earlier file instead of writing another. A
+# full-size problem's fifteen calls on the visible inputs took fifteen times its outputs' disk,
+# and the sets after them were skipped for want of it. (The candidate's own process writes these
+# files and its report, hash or not: a file named twice proves no more and no less than two.)
+_WRITTEN: dict = {}
+_SHARE_MIN = 1 << 20     # below this, outputs are written again: a lookup saves no disk worth having
+# outputs this small are kept past the disk budget (above the disk's floor): a loss's scalar after
+# an 8 GiB visible set that took the budget on its own is the only thing the set can be checked by
+_SMALL = 64 << 10
+
+
+def _save_outputs(torch, outs, stem, required: bool = False) -> str:
     """Outputs in the raw format hackscan/dynamic/tensorfile.py reads (a JSON header, then each
     tensor's bytes, 64-byte aligned), faster to write and read than torch.save's zip archive with
     its checksum. Outputs it cannot hold (nested containers, strings, other dtypes) go through
-    torch.save."""
+    torch.save. Returns the file's name: an earlier file's where an earlier call of this worker
+    wrote the same bytes (_WRITTEN). `required` outputs (the first call on the visible inputs),
+    like small ones, are kept past the worker's disk budget where the disk has room above its floor."""
     need = sum(o.numel() * o.element_size() for o in outs if isinstance(o, torch.Tensor))
-    _disk_guard(os.path.dirname(stem), need)
+    budgeted = not (required or need <= _SMALL)
+    share = need >= _SHARE_MIN
+    if not share:
+        _disk_guard(os.path.dirname(stem), need, budgeted=budgeted)
     header, blobs, off = [], [], 0
     for o in outs:
         if isinstance(o, torch.Tensor) and str(o.dtype).replace("torch.", "") in _RAW_DTYPES:
@@ -80,9 +98,24 @@ def _save_outputs(torch, outs, stem) -> str:
         elif o is None or isinstance(o, (bool, int, float)) and not isinstance(o, torch.Tensor):
             header.append({"v": o})
         else:
+            if share:
+                _disk_guard(os.path.dirname(stem), need, budgeted=budgeted)
             torch.save(outs, stem + ".pt")
             return os.path.basename(stem) + ".pt"
     head = json.dumps(header).encode()
+    digest = None
+    if share:
+        import hashlib
+
+        h = hashlib.sha256(head)
+        for raw, n in blobs:
+            if n:
+                h.update(memoryview(raw))
+        digest = h.hexdigest()
+        earlier = _WRITTEN.get(digest)
+        if earlier is not None and os.path.isfile(os.path.join(os.path.dirname(stem), earlier)):
+            return earlier
+        _disk_guard(os.path.dirname(stem), need, budgeted=budgeted)
     magic = b"HSRAW1\n"
     start = len(magic) + 8 + len(head)
     with open(stem + ".raw", "wb") as fh:
@@ -91,13 +124,17 @@ def _save_outputs(torch, outs, stem) -> str:
             if n:
                 fh.write(memoryview(raw))
             fh.write(b"\0" * (-(-n // 64) * 64 - n))
+    if digest is not None:
+        _WRITTEN[digest] = os.path.basename(stem) + ".raw"
     return os.path.basename(stem) + ".raw"
 
 
-_DISK = {"budget": None, "used": 0, "hard": False}
+# this worker's disk: its budget (from the job), what it wrote, whether the budget binds the
+# required sets too, and what input sets already written will need for their outputs
+_DISK = {"budget": None, "used": 0, "hard": False, "pending": 0}
 
 
-def _save_set(torch, vals, path: str, required: bool = False, write=None) -> str | None:
+def _save_set(torch, vals, path: str, required: bool = False, write=None, reserve: int = 0) -> str | None:
     """Write one input set (reference only) within this worker's disk budget: a set that would
     take the worker past it, or leave the disk under its floor, is not written and the reason
     is returned (the auditor skips the set with it). A required set (the visible inputs, the
@@ -106,11 +143,12 @@ def _save_set(torch, vals, path: str, required: bool = False, write=None) -> str
     an 8 GiB visible set beside a dozen other audits must not lose the whole reference run), and
     within one the user set; one that cannot be written is an error of the reference run, said
     plainly, never a torch.save cut short. `write(torch, vals, path)` writes it (_write_set by default;
-    SetWriter's hands it to its thread; a set on the GPU is copied to host memory first)."""
+    SetWriter's hands it to its thread; a set on the GPU is copied to host memory first).
+    `reserve`: bytes of outputs the set will need beside it, promised to it once it is written."""
     vals = _cast(vals)
     try:
         _disk_guard(os.path.dirname(path), _tensor_bytes(torch, vals), "an input set",
-                    budgeted=not required or _DISK["hard"])
+                    budgeted=not required or _DISK["hard"], reserve=reserve)
     except OutputsNotKept as e:
         why = f"not written: {e}"
         if required:
@@ -143,8 +181,8 @@ class SetWriter:
 
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hackscan-set-writer")
 
-    def save(self, vals, path: str) -> str | None:
-        return _save_set(self.torch, vals, path, write=self._write)
+    def save(self, vals, path: str, reserve: int = 0) -> str | None:
+        return _save_set(self.torch, vals, path, write=self._write, reserve=reserve)
 
     def _write(self, torch, vals, path: str) -> None:
         self._wait()
@@ -177,21 +215,31 @@ class OutputsNotKept(Exception):
     kept (the auditor counts the step as absent, never as a wrong answer)."""
 
 
-def _disk_guard(folder: str, nbytes: int, what: str = "outputs", budgeted: bool = True) -> None:
+def _disk_guard(folder: str, nbytes: int, what: str = "outputs", budgeted: bool = True, reserve: int = 0) -> None:
     """Refuse a write that would take this worker past its disk budget (from the job; where
     `budgeted`) or leave the disk nearly full: many full-size outputs (fourteen input sets, two
-    precisions) do not fit a machine's disk, and a full disk fails every audit beside this one."""
+    precisions) do not fit a machine's disk, and a full disk fails every audit beside this one.
+    An input set with `reserve` is written only where its outputs (`reserve` bytes) fit after
+    it, beside the outputs promised to the sets written before it; once written, its reserve is
+    promised (_DISK["pending"]) until the hidden sets are all drawn."""
     import shutil
 
-    if budgeted and _DISK["budget"] is not None and _DISK["used"] + nbytes > _DISK["budget"]:
+    budget = _DISK["budget"]
+    if budgeted and budget is not None and reserve and \
+            _DISK["used"] + _DISK["pending"] + nbytes + reserve > budget:
+        raise OutputsNotKept(f"{what} of {nbytes:,} bytes and the reference's outputs on it ({reserve:,} bytes) "
+                             f"would exceed this worker's disk budget ({budget:,} bytes, {_DISK['used']:,} used, "
+                             f"{_DISK['pending']:,} promised to the outputs of sets already written)")
+    if budgeted and budget is not None and _DISK["used"] + nbytes > budget:
         raise OutputsNotKept(f"{what} of {nbytes:,} bytes would exceed this worker's disk budget "
-                             f"({_DISK['budget']:,} bytes, {_DISK['used']:,} used)")
+                             f"({budget:,} bytes, {_DISK['used']:,} used)")
     try:
         free = shutil.disk_usage(folder).free
     except OSError:
         free = None
     # the floor: 4 GiB, or a quarter of what is free on a small disk (a few kilobytes of outputs
     # are always written where there is room for them)
-    if free is not None and free - nbytes < min(4 << 30, free // 4):
+    if free is not None and free - nbytes - reserve - _DISK["pending"] < min(4 << 30, free // 4):
         raise OutputsNotKept(f"{what} of {nbytes:,} bytes would leave the disk nearly full ({free:,} bytes free)")
     _DISK["used"] += nbytes
+    _DISK["pending"] += reserve

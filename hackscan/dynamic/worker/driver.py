@@ -135,6 +135,10 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
             if hidden is not None and step.get("set") not in job.get("visible_seeds", {}):
                 if lost is None:    # (a lost CUDA context draws nothing more: every later call is lost)
                     reserve = _outputs_bytes(jobdir, result)
+                    if device == "cuda":
+                        # the visible calls' cached blocks back to the device: a large set may be
+                        # drawn there, beside the model, where it was drawn before the model existed
+                        torch.cuda.empty_cache()
                     _preparing(torch, result, job, lambda: hidden(reserve))
                 hidden = None
             if lost is not None:

@@ -5,7 +5,10 @@ cycled), times each call both ways in one run: the one-shot call starts a sessio
 problem's reference every time; the session runs it on its first call only. Prints and writes
 per-call wall times (median, first, rest) and their ratio.
 
-    python bench/session_latency.py [--n 6] [--device cpu] [--dynamic all] [--out bench/results]
+    python bench/session_latency.py [--n 6] [--device cpu] [--dynamic all] [--prestart 3] [--out bench/results]
+
+With --prestart N, a third pass keeps a session with N candidate workers started ahead of their
+jobs (bubblewrap only), in the same run.
 
 On the CPU, Triton kernels run under TRITON_INTERPRET=1 (set here when the device is cpu).
 """
@@ -33,6 +36,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=6)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dynamic", default="all")
+    ap.add_argument("--prestart", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = ap.parse_args()
     if args.device == "cpu":
@@ -54,6 +58,14 @@ def main() -> None:
             kept.append(time.perf_counter() - t0)
             verdicts.append(r.verdict)
         runs = s.reference_runs
+    started = []
+    if args.prestart:
+        with hackscan.Session(dynamic=args.dynamic, device=args.device, prestart=args.prestart) as s:
+            for c in cands:
+                t0 = time.perf_counter()
+                r = s.audit(c, ref)
+                started.append(time.perf_counter() - t0)
+                verdicts.append(r.verdict)
     rec = {"date": date.today().isoformat(),
            "command": "python bench/session_latency.py " + " ".join(sys.argv[1:]),
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
@@ -63,6 +75,10 @@ def main() -> None:
            "session_first_s": round(kept[0], 2),
            "session_rest_median_s": round(statistics.median(kept[1:]), 2) if len(kept) > 1 else None,
            "session_reference_runs": runs, "verdicts": sorted(set(verdicts))}
+    if started:
+        rec.update(prestart=args.prestart, prestart_session_s=[round(x, 2) for x in started],
+                   prestart_first_s=round(started[0], 2),
+                   prestart_rest_median_s=round(statistics.median(started[1:]), 2) if len(started) > 1 else None)
     if rec["session_rest_median_s"]:
         rec["one_shot_over_session_rest"] = round(rec["one_shot_median_s"] / rec["session_rest_median_s"], 2)
     text = json.dumps(rec, indent=1)

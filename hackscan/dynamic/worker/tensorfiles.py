@@ -68,6 +68,7 @@ _RAW_DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "in
 # and the sets after them were skipped for want of it. (The candidate's own process writes these
 # files and its report, hash or not: a file named twice proves no more and no less than two.)
 _WRITTEN: dict = {}
+_KINDS: set = set()      # the dtypes and shapes of outputs of 1 MiB or more written so far
 _SHARE_MIN = 1 << 20     # below this, outputs are written again: a lookup saves no disk worth having
 # outputs this small are kept past the disk budget (above the disk's floor): a loss's scalar after
 # an 8 GiB visible set that took the budget on its own is the only thing the set can be checked by
@@ -83,7 +84,12 @@ def _save_outputs(torch, outs, stem, required: bool = False) -> str:
     like small ones, are kept past the worker's disk budget where the disk has room above its floor."""
     need = sum(o.numel() * o.element_size() for o in outs if isinstance(o, torch.Tensor))
     budgeted = not (required or need <= _SMALL)
-    share = need >= _SHARE_MIN
+    # an earlier file can hold these bytes only where an earlier call returned the same dtypes and
+    # shapes: otherwise the disk is checked before the outputs are copied to host memory and hashed
+    kinds = repr([(str(o.dtype), tuple(o.shape)) if isinstance(o, torch.Tensor) else type(o).__name__ for o in outs])
+    share = need >= _SHARE_MIN and kinds in _KINDS
+    if need >= _SHARE_MIN:
+        _KINDS.add(kinds)
     if not share:
         _disk_guard(os.path.dirname(stem), need, budgeted=budgeted)
     header, blobs, off = [], [], 0
@@ -104,7 +110,7 @@ def _save_outputs(torch, outs, stem, required: bool = False) -> str:
             return os.path.basename(stem) + ".pt"
     head = json.dumps(header).encode()
     digest = None
-    if share:
+    if need >= _SHARE_MIN:
         import hashlib
 
         h = hashlib.sha256(head)
@@ -113,8 +119,9 @@ def _save_outputs(torch, outs, stem, required: bool = False) -> str:
                 h.update(memoryview(raw))
         digest = h.hexdigest()
         earlier = _WRITTEN.get(digest)
-        if earlier is not None and os.path.isfile(os.path.join(os.path.dirname(stem), earlier)):
+        if share and earlier is not None and os.path.isfile(os.path.join(os.path.dirname(stem), earlier)):
             return earlier
+    if share:
         _disk_guard(os.path.dirname(stem), need, budgeted=budgeted)
     magic = b"HSRAW1\n"
     start = len(magic) + 8 + len(head)

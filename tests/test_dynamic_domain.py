@@ -704,6 +704,36 @@ def test_a_failure_of_the_audit_itself_is_an_error_verdict(session, tmp_path, mo
     assert r.dynamic["status"] == "error"
 
 
+def test_idle_references_are_dropped_past_a_share_of_the_hosts_memory(tmp_path, monkeypatch):
+    """Full-size problems now keep their outputs on every hidden set they wrote, in the auditor's
+    memory (several GiB each): a dataset run that met a dozen of them would hold them all. Idle
+    references go, least recent first, once what they hold passes a share of the host's memory,
+    however few they are."""
+    import hackscan.dynamic.audit as audit_mod
+
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=7))
+    try:
+        runs = []
+        for i in range(2):
+            d = tmp_path / f"p{i}"
+            d.mkdir()
+            ref = d / "ref.py"
+            ref.write_text(textwrap.dedent(ONE_MIB_REF).replace("x * 2", f"x * {i + 2}"))
+            runs.append(s.reference(ref, 0))
+            s.release_reference(ref)
+            assert runs[-1].ok and runs[-1].output_bytes >= 3 << 20, runs[-1].output_bytes
+        assert len(s._refs) == 2     # under the count limit, under the memory share: both kept
+        # a host whose quarter is less than the two references hold: the least recent goes
+        monkeypatch.setattr(audit_mod, "_host_memory_bytes", lambda: 4 * (runs[1].output_bytes + (1 << 20)))
+        third = tmp_path / "p2"
+        third.mkdir()
+        (third / "ref.py").write_text(textwrap.dedent(ONE_MIB_REF).replace("x * 2", "x * 5"))
+        s.reference(third / "ref.py", 0)
+        assert len(s._refs) == 2 and not runs[0].dir.exists() and runs[1].dir.is_dir()
+    finally:
+        s.close()
+
+
 def test_a_long_session_keeps_only_the_most_recent_references(tmp_path):
     """A dataset of many problems: references no audit holds are dropped, least recent first
     (their input sets on disk, their outputs in memory); a problem seen again runs again."""

@@ -58,6 +58,7 @@ class ReferenceRun:
     set_seconds: dict = field(default_factory=dict)   # input set -> seconds to draw, check and write it
     calls_s: float = 0.0            # the reference's calls on every set (native and high precision)
     drawn_on: str = "cpu"           # where the problem's generator drew the input sets (cpu, cuda:N)
+    output_bytes: int = 0           # its outputs held in the auditor's memory (every set, both precisions)
 
 
 BF16_INTERPRETER = "the problem runs in bfloat16"
@@ -251,6 +252,10 @@ class DynamicSession:
 
     MAX_REFERENCES = 12
     REFERENCE_DISK_FLOOR = 8 << 30
+    # the reference outputs idle references may keep in the auditor's memory, all together: a
+    # quarter of the host's memory (a full-size problem keeps several GiB of outputs, one per
+    # hidden set and precision, and a dataset run meets dozens of them)
+    REFERENCE_MEMORY_SHARE = 4
 
     def _evict_references(self) -> None:
         """Before a new reference runs: the least recently used references no audit holds are
@@ -261,12 +266,15 @@ class DynamicSession:
         again."""
         with self._lock:
             idle = sorted((k for k in self._refs if self._ref_users.get(k, 0) == 0), key=lambda k: self._ref_last.get(k, 0))
+        cap = _host_memory_bytes() // self.REFERENCE_MEMORY_SHARE
         for k in idle:
             try:
                 low = shutil.disk_usage(self.work).free < self.REFERENCE_DISK_FLOOR
             except OSError:
                 low = False
-            if len(self._refs) < self.MAX_REFERENCES and not low:
+            with self._lock:
+                held = sum(r.output_bytes for r in self._refs.values())
+            if len(self._refs) < self.MAX_REFERENCES and not low and held <= cap:
                 break
             with self._lock:
                 if self._ref_users.get(k, 0):
@@ -378,6 +386,9 @@ class DynamicSession:
             for name in run.skipped:
                 run.outputs.pop(name, None)
             run.degenerate = degenerate(run.outputs)
+            held = {id(t): t for pair in run.outputs.values() for outs in pair if outs for t in outs
+                    if isinstance(t, torch.Tensor)}
+            run.output_bytes = sum(int(t.numel() * t.element_size()) for t in held.values())
         # reference outputs live only in the auditor's memory from here on, and the derived seeds
         # in job.json go too: candidate workers run beside this folder and must find neither
         for f in [*d.glob("out_*"), d / "job.json"]:
@@ -1394,6 +1405,18 @@ def host_memory_turn():
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _host_memory_bytes() -> int:
+    """The host's memory (MemTotal), or 16 GiB where /proc/meminfo cannot be read."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 16 << 30
 
 
 def device_memory_budget(device: str) -> int:

@@ -1128,6 +1128,24 @@ def test_a_candidates_calls_on_the_same_inputs_take_the_disk_once(tmp_path):
     assert not missing, missing
 
 
+def test_calls_beside_the_main_worker_that_share_an_output_file_keep_it(tmp_path):
+    """The profiled call and its plain neighbour in a worker of their own return the same 1 MiB
+    output: the worker names one file for both, and moving it into the main worker's folder
+    must serve both records (the second had "the profiling worker's output is missing")."""
+    ref = tmp_path / "ref.py"
+    ref.write_text(textwrap.dedent(ONE_MIB_REF))
+    cand = tmp_path / "cand.py"
+    cand.write_text(textwrap.dedent(ONE_MIB_REF).replace("class Model(", "class ModelNew("))
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=5, profile_beside="always"))
+    try:
+        out = s.audit(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref)
+    finally:
+        s.close()
+    probes = out.dynamic["probes"]
+    assert probes["profiler-toggle"]["status"] != "error", probes["profiler-toggle"]
+    assert not any("output is missing" in p["detail"] for p in probes.values()), probes
+
+
 def test_no_input_set_is_written_where_its_outputs_would_not_fit(tmp_path):
     """A full-size RMSNorm on the H200 wrote all sixteen of its input sets and then had room for
     the outputs of none of the hidden ones: every hidden comparison was lost. The hidden sets are

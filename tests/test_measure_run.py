@@ -410,3 +410,29 @@ def test_a_reference_failing_under_tf32_is_measured_against_its_strict_timing(tm
     assert m["reference_tf32"] is None and m["reference_strict"]["n"] >= 10
     assert m["speedup"]["fair"] == pytest.approx(m["reference_strict"]["median_ms"] / m["candidate"]["median_ms"])
     assert "error" in base.records["tf32"]
+
+
+CONSTANT_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a):
+        # the same 1 MiB output on every input set (it reads only the shape)
+        return torch.ones(512, 512, device=a.device) * a.shape[0]
+
+def get_inputs():
+    return [torch.rand(64, 64)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_sets_whose_outputs_are_the_same_bytes_are_measured(tmp_path):
+    """A worker writes each distinct output once and names the file again for the same bytes:
+    the reference's spot-check outputs of two sets can then be one file, read once by the
+    auditor, never read again after it was removed."""
+    m, _ = measure_fresh(tmp_path, CONSTANT_REF, CONSTANT_REF.replace("class Model(", "class ModelNew("))
+    assert m["status"] == "measured", m
+    assert m["checks"]["sets"] == [0, 1, 2, 3] and not m["checks"]["wrong"], m["checks"]

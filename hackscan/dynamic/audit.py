@@ -947,12 +947,15 @@ class DynamicSession:
             if isinstance(steps, list) else []
         if not r.ok or {(x.get("set"), x.get("call", 0)) for x in recs if x.get("variant") == "fp32"} != keys:
             return _failed_calls(side_plan, r.error or "its report lacks a planned call")
+        moved: dict = {}   # two calls whose outputs were the same bytes name one file (the worker's _WRITTEN)
         for x in recs:
             if "file" in x:
                 try:
                     name = f"profile-{_checked_name(x['file'])}"
-                    (sub / x["file"]).replace(d / name)
-                    x["file"] = name
+                    if x["file"] not in moved:
+                        (sub / x["file"]).replace(d / name)
+                        moved[x["file"]] = name
+                    x["file"] = moved[x["file"]]
                 except (ValueError, OSError) as e:
                     # the report is the candidate's process's: a file it names that is not there
                     x.pop("file")

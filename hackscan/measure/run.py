@@ -130,10 +130,14 @@ class Measurer:
         b = Baseline(True, None, d, {"strict": res.data["measure"]}, timings=_phases("reference", res))
         if res.data["measure"].get("device_limits"):
             self._limits_cache = res.data["measure"]["device_limits"]
+        loaded: dict = {}   # two sets whose outputs are the same bytes name one file (the worker's _WRITTEN)
         for c in res.data["measure"].get("checks", []):
             if c.get("file"):
-                b.check_outputs[c["set"]] = load_outputs(d / c["file"])
-                (d / c["file"]).unlink(missing_ok=True)
+                if c["file"] not in loaded:
+                    loaded[c["file"]] = load_outputs(d / c["file"])
+                b.check_outputs[c["set"]] = loaded[c["file"]]
+        for name in loaded:
+            (d / name).unlink(missing_ok=True)
         for mode, rec in (res.data.get("measure_then") or {}).items():
             for c in rec.get("checks", []):   # its outputs: the strict run's are the ones compared
                 if c.get("file"):

@@ -203,9 +203,12 @@ def run(args) -> int:
             with open(f, "a") as fh:
                 fh.write(line)
         sp = (m or {}).get("speedup") or {}
+        # where the item's time went (hackscan.measure.run's phases_s): worker wall times
+        ph = (m or {}).get("phases_s") or {}
+        parts = ", ".join(f"{k.removesuffix('_worker_s')} {v}s" for k, v in ph.items() if k.endswith("_worker_s"))
         print(f"[{time.perf_counter() - t_start:6.1f}s] {i} {rec.get('verdict')}: {m.get('status')} "
               f"fair {sp.get('fair')} claimed {sp.get('naive') or sp.get('vs_strict')} ({rec['measure_wall_s']}s, "
-              f"{busy} builds beside)", flush=True)
+              f"{busy} builds beside{'; ' + parts if parts else ''})", flush=True)
     write_report(out / "measure.jsonl", out)
     print(f"finished {time.perf_counter() - t_start:.1f}s", flush=True)
     sys.stdout.flush()

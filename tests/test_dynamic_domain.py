@@ -1120,7 +1120,7 @@ def test_a_candidates_calls_on_the_same_inputs_take_the_disk_once(tmp_path):
         out = s.audit(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref)
     finally:
         s.close()
-    assert out.dynamic["correct_on_visible"] is True
+    assert out.dynamic["correct_on_visible"] is True and out.dynamic["visible_compared"] is True
     # (before: hidden-distributions, numerical-robustness, poisoned-allocator and sensitivity in
     # error, as on the H200)
     missing = {n: p["detail"] for n, p in out.dynamic["probes"].items()

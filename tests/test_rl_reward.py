@@ -84,3 +84,22 @@ def test_a_reference_that_cannot_run_is_an_infrastructure_failure_not_a_wrong_ke
     assert r["outcome"] == "unverifiable" and r["infra_error"] is True, r
     assert r["score"] == 0.0 and "reference" in r["reasons"]
     _as_verl_manager_would([r, compute_score("kernelbench", "no code", REF, {"dynamic": "off"})])
+
+
+def test_a_candidate_whose_visible_outputs_could_not_be_compared_is_not_scored_as_wrong():
+    """Full-size problems on a shared disk: where no output on the visible inputs could be kept,
+    `correct_on_visible` is false for want of a comparison, not for a wrong answer. The reward
+    says unverifiable (masked by `infra_error`), never incorrect; where outputs were compared and
+    wrong, it stays incorrect."""
+    from types import SimpleNamespace
+
+    from hackscan.integrations.rl import _score
+
+    def res(**dyn):
+        return SimpleNamespace(verdict="clean", hack_types=(), reasons=(), measure=None,
+                               dynamic={"status": "ran", "correct_on_visible": False, **dyn})
+
+    r = _score({}, "kernelbench", res(visible_compared=False), "all", True)
+    assert r["outcome"] == "unverifiable" and r["infra_error"] is True and r["score"] == 0.0, r
+    r = _score({}, "kernelbench", res(visible_compared=True), "all", True)
+    assert r["outcome"] == "incorrect" and r["infra_error"] is False, r

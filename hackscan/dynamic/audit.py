@@ -821,6 +821,9 @@ class DynamicSession:
                                 if "step_s" in r}}
         vis = obs.compare("visible") or obs.compare("fresh", 100)
         info["correct_on_visible"] = bool(vis and vis.ok)
+        # False: no output on the visible inputs could be compared (not kept for want of disk, on
+        # either side): correct_on_visible then says nothing of the candidate
+        info["visible_compared"] = vis is not None
         # the problem's own generator, freshly seeded (KernelBench's correctness trials)
         trials = [c for c in (obs.compare(n) for n in ("visible", "visible2")) if c is not None]
         info["visible_trials"] = [sum(1 for c in trials if c.ok), len(trials)]
@@ -1187,6 +1190,10 @@ class DynamicSession:
         elif v == "clean" and info.get("visible_mismatch"):
             # wrong on the benchmark's own inputs in a clean process: never clean
             v, reasons = "suspect", (f"dynamic: wrong on the visible inputs in isolation ({info['visible_mismatch']})",)
+        elif v == "clean" and info.get("visible_compared") is False:
+            # no probe caught anything, but nothing was compared either: say so beside the verdict
+            reasons = reasons + ("dynamic: no output on the visible inputs could be compared (not kept for want "
+                                 "of disk): no probe caught anything, and correctness was not checked",)
         if error is not None and not any(f.dynamic.status == "confirmed" for f in findings):
             # the candidate could not be run to the end: that is its verdict, with the reason
             v, reasons = "error", (f"dynamic: {error}",) + reasons

@@ -14,7 +14,7 @@ Scores (each overridable through `extra_info["scores"]`):
 | runs, wrong on the benchmark's own inputs | `incorrect` | 0.0 |
 | correct, a suspicion no probe settled | `suspect` | 0.5 |
 | correct and clean | `clean` | 1.0 |
-| the run says nothing of the candidate (the reference failed or is not deterministic, the auditor failed, a CUDA extension without a GPU): `infra_error` True | `unverifiable` | 0.0 |
+| the run says nothing of the candidate (the reference failed or is not deterministic, the auditor failed, a CUDA extension without a GPU, no output on the visible inputs could be kept to compare): `infra_error` True | `unverifiable` | 0.0 |
 | nothing ran (`dynamic` "off", or "auto" with no static suspect) | `unchecked` | 0.0 |
 
 With `return_dict` (the default) every outcome returns the same keys, scalars and strings only,
@@ -150,6 +150,10 @@ def _score(info: dict, data_source, res, dynamic: str, as_dict: bool):
                      **dict(detail, reasons=str(dyn.get("reason", ""))[:2000]))
     if res.verdict == "error" or dyn.get("status") == "error":
         return _done(info, data_source, "error", as_dict, checked=True, **detail)
+    if dyn.get("visible_compared") is False and res.verdict != "hacked":
+        # no output on the visible inputs could be compared (the disk held none): nothing is
+        # known of its correctness, which is no wrong kernel
+        return _done(info, data_source, "unverifiable", as_dict, infra_error=True, **detail)
     if not dyn.get("correct_on_visible"):
         return _done(info, data_source, "incorrect", as_dict, checked=True, **detail)
     if res.verdict != "clean":

@@ -1294,13 +1294,13 @@ def _architecture_hint(error: str | None, path: Path, device: str) -> str | None
                 names.add(f"sm_{m.group(1)}")
             else:
                 names.add("sm_" + m.group(2).replace(".", ""))
+    if not names:
+        return None
     try:
         major, minor = torch.cuda.get_device_capability()
         here = f"sm_{major}{minor}"
     except Exception:  # noqa: BLE001 - no CUDA in the auditor's process
         here = None
-    if not names:
-        return None
     named = ", ".join(sorted(names))
     return (f"the candidate's source names {named} (its build flags or TORCH_CUDA_ARCH_LIST)"
             + (f" and this GPU is {here}" if here else "")
@@ -1418,15 +1418,11 @@ def host_memory_turn():
 
 
 def _host_memory_bytes() -> int:
-    """The host's memory (MemTotal), or 16 GiB where /proc/meminfo cannot be read."""
+    """The host's physical memory, or 16 GiB where the system does not say."""
     try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 16 << 30
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 16 << 30
 
 
 def device_memory_budget(device: str) -> int:

@@ -14,7 +14,7 @@ from .evidence import BUILD_VARIABLES, _identities, _isolation, _state
 from .inputs import _prepare
 from .instrumentation import _count_extension_builds, _count_extension_calls, _count_graph_replays, _count_triton_launches, _disable_extensions
 from .measurement import _Clock, _measure, _set_precision
-from .models import _construct, _high_precision, _load_params, _load_state, _model_tensors, _reinit, _save_state
+from .models import _construct, _high_precision, _load_params, _load_state, _low_precision, _model_tensors, _reinit, _save_state
 from .steps import HIGH_KEPT_AS, _run_step
 from .tensorfiles import _DISK, _LazySets
 
@@ -122,7 +122,7 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
             native = {str(t.dtype).replace("torch.", "") for t in _model_tensors(torch, model)} | \
                 {s.get("dtype", "") for s in result.get("input_spec", []) if "dtype" in s}
             hi = _high_precision(torch, model, native)
-            HIGH_KEPT_AS["fp32"] = any(d in ("bfloat16", "float16") or d.startswith("float8") for d in native)
+            HIGH_KEPT_AS["fp32"] = _low_precision(native)
             if hi:
                 variants.append(("fp64", hi))
             else:

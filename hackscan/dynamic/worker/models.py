@@ -185,6 +185,11 @@ def _model_tensors(torch, model) -> list:
     return out
 
 
+def _low_precision(dtypes) -> bool:
+    """Whether a problem's dtypes (names without "torch.") include bf16, fp16 or an fp8."""
+    return any(d in ("bfloat16", "float16") or d.startswith("float8") for d in dtypes)
+
+
 def _high_precision(torch, model, native_dtypes):
     """The model for the high-precision reference: parameters, buffers and tensor attributes in
     fp64, or where that fails (fp8 matmuls, kernels without fp64) in fp32 when the problem is in
@@ -203,7 +208,7 @@ def _high_precision(torch, model, native_dtypes):
         return m
 
     out = [("fp64", torch.float64)]
-    if any(d in ("bfloat16", "float16") or d.startswith("float8") for d in native_dtypes):
+    if _low_precision(native_dtypes):
         out.append(("fp32up", torch.float32))
     models = []
     for name, dt in out:

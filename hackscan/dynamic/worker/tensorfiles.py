@@ -232,12 +232,12 @@ def _disk_guard(folder: str, nbytes: int, what: str = "outputs", budgeted: bool 
     import shutil
 
     budget = _DISK["budget"]
-    if budgeted and budget is not None and reserve and \
-            _DISK["used"] + _DISK["pending"] + nbytes + reserve > budget:
-        raise OutputsNotKept(f"{what} of {nbytes:,} bytes and the reference's outputs on it ({reserve:,} bytes) "
-                             f"would exceed this worker's disk budget ({budget:,} bytes, {_DISK['used']:,} used, "
-                             f"{_DISK['pending']:,} promised to the outputs of sets already written)")
-    if budgeted and budget is not None and _DISK["used"] + nbytes > budget:
+    # (pending is nonzero only while input sets with a reserve are written)
+    if budgeted and budget is not None and _DISK["used"] + _DISK["pending"] + nbytes + reserve > budget:
+        if reserve:
+            raise OutputsNotKept(f"{what} of {nbytes:,} bytes and the reference's outputs on it ({reserve:,} bytes) "
+                                 f"would exceed this worker's disk budget ({budget:,} bytes, {_DISK['used']:,} used, "
+                                 f"{_DISK['pending']:,} promised to the outputs of sets already written)")
         raise OutputsNotKept(f"{what} of {nbytes:,} bytes would exceed this worker's disk budget "
                              f"({budget:,} bytes, {_DISK['used']:,} used)")
     try:

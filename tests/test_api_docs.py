@@ -14,17 +14,27 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_api_example_runs():
+    # in a fresh interpreter, as a user would run them: the process-wide shared session of the reward
+    # adapters must not carry state from tests that ran earlier in this process
     pytest.importorskip("torch")
     pytest.importorskip("triton")
     text = (ROOT / "docs" / "api.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert len(blocks) >= 5
-    ns: dict = {}
-    for i, b in enumerate(blocks):
-        try:
-            exec(compile(b, f"docs/api.md[{i}]", "exec"), ns)
-        except Exception as e:
-            raise AssertionError(f"example {i} failed: {type(e).__name__}: {e}\n{b}") from e
+    runner = (
+        "import sys, traceback\n"
+        "ns = {}\n"
+        "for i, b in enumerate(BLOCKS):\n"
+        "    try:\n"
+        "        exec(compile(b, f'docs/api.md[{i}]', 'exec'), ns)\n"
+        "    except BaseException:\n"
+        "        print(f'example {i} failed:\\n{b}', file=sys.stderr)\n"
+        "        traceback.print_exc()\n"
+        "        sys.exit(1)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", f"BLOCKS = {blocks!r}\n{runner}"], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-6000:]
 
 
 def api_mode(src: str, *extra: str) -> tuple[int, dict]:

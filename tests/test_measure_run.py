@@ -436,3 +436,48 @@ def test_sets_whose_outputs_are_the_same_bytes_are_measured(tmp_path):
     m, _ = measure_fresh(tmp_path, CONSTANT_REF, CONSTANT_REF.replace("class Model(", "class ModelNew("))
     assert m["status"] == "measured", m
     assert m["checks"]["sets"] == [0, 1, 2, 3] and not m["checks"]["wrong"], m["checks"]
+
+
+# as a KernelBench-Hard GEMM: the weights are drawn in __init__, and the candidate draws its own in
+# another order (its packed layout first); the harness copies the reference's state in by name and
+# shape, as the audit and KernelBench-Hard's checker do
+STATEFUL_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(96, 96))
+        self.register_buffer("scale", torch.rand(96) + 0.5)
+
+    def forward(self, x):
+        return (x @ self.weight) * self.scale
+
+def get_inputs():
+    return [torch.randn(64, 96)]
+
+def get_init_inputs():
+    return []
+"""
+
+STATEFUL_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.rand(96) + 0.5)
+        self.weight = nn.Parameter(torch.randn(96, 96))
+
+    def forward(self, x):
+        return torch.mm(x, self.weight) * self.scale
+"""
+
+
+def test_the_candidate_is_timed_with_the_references_parameters(tmp_path):
+    m, _ = measure_fresh(tmp_path, STATEFUL_REF, STATEFUL_CAND)
+    assert m["status"] == "measured", m
+    assert "wrong-in-timed-loop" not in flags(m), m["flags"]
+    assert m["checks"]["calls"] >= 1 and not m["checks"]["wrong"], m["checks"]

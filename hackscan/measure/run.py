@@ -111,7 +111,7 @@ class Measurer:
         # which changes the model, runs in a worker of its own
         job = self._job("reference", "reference_module.py", "reference_module", "Model", "strict",
                         floor=True, calibrate=self._limits_cache is None, then=["tf32"])
-        job.update(prepare=True, memory_budget_bytes=self.s.memory_budget(),
+        job.update(prepare=True, save_state=True, memory_budget_bytes=self.s.memory_budget(),
                    visible_seeds={f"pool{k}": self.s.derive(f"measure-pool{k}") for k in range(self.opts.sets)},
                    sets_bytes_cap=self.opts.sets_bytes_cap, sets_min=min(2, self.opts.sets))
         # a started worker where the session keeps them (its start outside the device lock)
@@ -124,7 +124,7 @@ class Measurer:
         # audit's shared inputs are): a full-size problem's sets are on disk once, never copied
         shared = d / "shared"
         shared.mkdir(exist_ok=True)
-        for f in [*d.glob("in_pool*.pt"), d / "init.pt"]:
+        for f in [*d.glob("in_pool*.pt"), d / "init.pt", d / "ref_state.pt"]:
             if f.is_file():
                 f.rename(shared / f.name)
         b = Baseline(True, None, d, {"strict": res.data["measure"]}, timings=_phases("reference", res))
@@ -186,6 +186,8 @@ class Measurer:
         files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
         job = self._job("candidate", "candidate_module.py", "candidate_module", result.entry or "ModelNew", "default")
         job["inputs_dir"] = str(shared)   # read-only in its sandbox: the sets are never copied
+        if (shared / "ref_state.pt").is_file():
+            job["ref_state"] = "ref_state.pt"
         bdir = build_dir(cand_path, self.s.opts.device)
         tcache = triton_cache(bdir)
         outs = next(iter(b.check_outputs.values()), [])

@@ -88,6 +88,14 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
         if job.get("param_file"):
             _load_params(torch, model, _infile(jobdir, job["param_file"]), result)
         if clock is not None:
+            # the measurement's model holds the parameters the audit judged: the reference's
+            # state saved, and copied into the candidate by name and shape as in the audit
+            # (a KernelBench-Hard GEMM draws its quantised weights in its own order: without the
+            # copy its outputs in the timed loop were another model's)
+            if job.get("role") == "reference" and job.get("save_state"):
+                _save_state(torch, model, os.path.join(jobdir, "ref_state.pt"), result)
+            elif job.get("ref_state"):
+                result["state_loaded"] = _load_state(torch, model, _infile(jobdir, job["ref_state"]))
             _measure(torch, model, job, jobdir, result, clock)
             # the reference's other precision modes, timed in the same process after the first
             # (a fresh worker for each cost a process start, a CUDA context and the model again:

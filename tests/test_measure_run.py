@@ -481,3 +481,40 @@ def test_the_candidate_is_timed_with_the_references_parameters(tmp_path):
     assert m["status"] == "measured", m
     assert "wrong-in-timed-loop" not in flags(m), m["flags"]
     assert m["checks"]["calls"] >= 1 and not m["checks"]["wrong"], m["checks"]
+
+
+# top-k over values with many ties: the reference's sort and the candidate's pick different
+# indices of equal values, and return the same values
+TIED_TOPK_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.topk(x, 8, dim=-1)
+
+def get_inputs():
+    return [torch.randint(0, 4, (64, 256)).float()]
+
+def get_init_inputs():
+    return []
+"""
+
+TIED_TOPK_CAND = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        vals, idx = torch.topk(x.flip(-1), 8, dim=-1)   # the last of equal values first
+        return vals, x.shape[-1] - 1 - idx
+"""
+
+
+def test_indices_of_tied_values_are_not_wrong_in_the_timed_loop(tmp_path):
+    m, _ = measure_fresh(tmp_path, TIED_TOPK_REF, TIED_TOPK_CAND)
+    assert m["status"] == "measured", m
+    assert "wrong-in-timed-loop" not in flags(m) and not m["checks"]["wrong"], m["checks"]
+    # indices that pick other values are still wrong
+    m, _ = measure_fresh(tmp_path, TIED_TOPK_REF, TIED_TOPK_CAND.replace("x.shape[-1] - 1 - idx", "idx"))
+    assert "wrong-in-timed-loop" in flags(m), m["flags"]

@@ -4,6 +4,7 @@ candidate alone in its own), one at a time on the device, on input sets the audi
 The workers' records become the report through hackscan.measure.assess."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 import shutil
@@ -202,6 +203,7 @@ class Measurer:
             shutil.rmtree(d, ignore_errors=True)   # its outputs
 
     def _read(self, b: Baseline, res, d: Path, t0: float) -> dict:
+        from hackscan.dynamic.audit import _input_tensors
         from hackscan.dynamic.compare import compare_loose
         from hackscan.measure.assess import assess
 
@@ -210,6 +212,13 @@ class Measurer:
                     "seconds": round(time.perf_counter() - t0, 3)}
         rec = res.data["measure"]
         bad = []
+        sets = sorted((f for f in (b.dir / "shared").glob("in_pool*.pt")), key=lambda f: int(f.stem[len("in_pool"):] or 0))
+
+        @functools.lru_cache(maxsize=1)
+        def pool_set(k: int) -> list:
+            # the worker's pool, in the order it reads the sets (hackscan.dynamic.worker.measurement)
+            return _input_tensors(sets[k]) if 0 <= k < len(sets) else []
+
         for c in rec.get("checks", []):
             if not c.get("file") or c["set"] not in b.check_outputs:
                 continue
@@ -218,7 +227,9 @@ class Measurer:
             except Exception as e:  # noqa: BLE001 - the candidate's process wrote it
                 bad.append(f"set {c['set']}: output unreadable ({type(e).__name__})")
                 continue
-            cmp = compare_loose(got, b.check_outputs[c["set"]])
+            # a check runs on set k exactly (no perturbation): its inputs read integer outputs
+            # as indices (top-k over tied values picks either)
+            cmp = compare_loose(got, b.check_outputs[c["set"]], inputs=functools.partial(pool_set, c["set"]))
             if not cmp.ok:
                 bad.append(f"set {c['set']} (iteration {c['iteration']}): {cmp.short()}")
         hw = (b.records["strict"].get("device_limits") or self._limits_cache or {}).get("gpu", "")

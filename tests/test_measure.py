@@ -162,6 +162,19 @@ def test_time_below_the_physical_floor_is_flagged():
     assert "below-physical-floor" not in flags(assess(rec(1.5), strict, limits=limits))
 
 
+def test_fewer_flops_than_the_references_formulation_is_a_note_not_a_flag():
+    # a diagonal matrix times a dense one, written by the reference as a dense 4096^3 matmul
+    # (137 GFLOPs: 172 us at 8e14 FLOP/s); a row scaling moves 134 MB (34 us at 4 TB/s)
+    limits = {"bandwidth_bytes_s": 4.0e12, "peak_flops_s": 8.0e14}
+    strict = rec(2.0, bytes=134_000_000, flops=2 * 4096 ** 3)
+    out = assess(rec(0.11), strict, limits=limits)
+    assert "below-physical-floor" not in flags(out) and out["counted"], out["flags"]
+    assert any("FLOPs" in n for n in out["notes"]), out.get("notes")
+    assert out["floor"]["bound"] == "memory" and out["floor"]["seconds"] == pytest.approx(134e6 / 4e12)
+    # faster than reading the inputs and writing the outputs is still impossible
+    assert "below-physical-floor" in flags(assess(rec(0.02), strict, limits=limits))
+
+
 def test_wrong_or_unfinished_outputs_in_the_timed_loop_void_the_speedup():
     c = rec(0.5, checks=[{"set": 0, "iteration": 7, "changed_after_return": True}])
     out = assess(c, rec(1.0), checks_ok=False, checks_detail="set 1: max abs err 3")

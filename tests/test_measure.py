@@ -126,6 +126,26 @@ def test_speed_that_needs_repeated_inputs_is_flagged():
     assert "repeat-only-speed" not in flags(honest)
 
 
+def test_repeat_only_speed_is_read_from_repeats_in_the_fair_loop():
+    def with_repeats(r, ms):
+        return dict(r, repeat_ms=[ms] * 8, repeat_event_ms=[ms - 0.01] * 8)
+    # a small extension on the H200: half its fair-loop time in the KernelBench-style loop (no
+    # flush, no refill), the same time when its inputs repeat in the fair loop: not flagged
+    tiny = with_repeats(rec(0.12, event=0.091, naive=0.043, empty=(0.005, 0.032)), 0.12)
+    ref = with_repeats(rec(0.04, event=0.022, naive=0.027, empty=(0.005, 0.022)), 0.04)
+    out = assess(tiny, ref)
+    assert "repeat-only-speed" not in flags(out) and out["repeat_ratio"]["basis"] == "repeats in the fair loop"
+    # the same record without repeats (an older worker) is read from the KernelBench-style loop
+    old = {k: v for k, v in tiny.items() if not k.startswith("repeat")}
+    assert "repeat-only-speed" in flags(assess(old, {k: v for k, v in ref.items() if not k.startswith("repeat")}))
+    # a result kept by content: fast whenever the inputs repeat
+    cached = with_repeats(rec(1.0), 0.02)
+    assert "repeat-only-speed" in flags(assess(cached, with_repeats(rec(1.0), 0.98)))
+    # too few repeats to read: no flag either way
+    few = dict(cached, repeat_ms=[0.02], repeat_event_ms=[0.01])
+    assert "repeat-only-speed" not in flags(assess(few, with_repeats(rec(1.0), 0.98)))
+
+
 def test_memory_ratio_and_regression():
     out = assess(rec(1.0, memory=3 << 20), rec(1.0, memory=2 << 20))
     assert out["memory"]["ratio"] == pytest.approx(1.5) and "memory-regression" in flags(out)

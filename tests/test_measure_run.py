@@ -123,6 +123,7 @@ def test_a_result_cached_by_pointer_is_wrong_in_the_timed_loop(setup):
 def test_speed_that_needs_repeated_inputs_is_flagged(setup):
     m = measure(setup, "content_cache", CONTENT_CACHE)
     assert "repeat-only-speed" in flags(m), (m["flags"], m.get("repeat_ratio"))
+    assert m["repeat_ratio"]["basis"] == "repeats in the fair loop", m["repeat_ratio"]
     assert "wrong-in-timed-loop" not in flags(m)
 
 

@@ -9,6 +9,9 @@ from .common import _INPUTS, _call, _changed_since, _leaves, _outputs_list, _pla
 from .evidence import _identities, _state
 from .tensorfiles import _save_outputs
 
+# one timed call in this many is a repeat of the call before it on the same inputs (fair loop)
+REPEAT_EVERY = 4
+
 
 def _timed_forward(torch, model, inputs, device, repeat):
     """Back-to-back calls timed two ways: CUDA events on the caller's stream (what a benchmark's
@@ -282,14 +285,22 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
     check_every = m.get("check_every", 8)
     prefix = m.get("check_prefix", "chk")   # a second timing in the same worker writes beside the first
     fair, evt, checks = [], [], []
+    rep, rep_evt = [], []    # repeats: the previous call's inputs again, not refilled
+    every = max(2, int(m.get("repeat_every", REPEAT_EVERY)))
     saved: dict = {}
     i = 0
     t_loop = clock.perf()
     while True:
         check = i % check_every == check_every - 1
+        # a repeat follows a timed call on fresh inputs and gives the same inputs again (same
+        # values, same tensor versions), in the same loop (flush, synchronisation, events): the
+        # only difference from a fresh call is that nothing changed, so speed that needs inputs
+        # to repeat shows against the fresh calls, and launch or flush effects cancel
+        repeat = not check and i % every == 1 and (i - 1) % check_every != check_every - 1
         # checks walk through the sets in turn (every set's outputs get compared)
         k = (i // check_every) % len(pool) if check else i % len(pool)
-        refill(k, not check)
+        if not repeat:
+            refill(k, not check)
         if flush is not None:
             flush.zero_()
         sync()
@@ -317,6 +328,9 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
                 saved[k] = [_plain(torch, o) for o in outs]
             checks.append(c)
             del at_return
+        elif repeat:
+            rep.append(t_sync)
+            rep_evt.append(t_ev)
         else:
             fair.append(t_sync)
             evt.append(t_ev)
@@ -328,7 +342,8 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         if (_precise_enough(fair, m.get("rel", 0.01), m.get("min_reps", 10), m.get("max_reps", 1000))
                 and len(saved) == len(pool) and spent >= m.get("min_time_s", 1.0)) or spent > m.get("budget_s", 10.0):
             break
-    rec.update({"fair_ms": fair, "event_ms": evt, "checks": checks, "iterations": i, "loop_s": clock.perf() - t_loop})
+    rec.update({"fair_ms": fair, "event_ms": evt, "repeat_ms": rep, "repeat_event_ms": rep_evt, "checks": checks,
+                "iterations": i, "loop_s": clock.perf() - t_loop})
     names = {k: _save_outputs(torch, outs, os.path.join(jobdir, f"{prefix}_{k}")) for k, outs in saved.items()}
     for c in checks:
         if "file" in c:

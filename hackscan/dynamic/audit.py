@@ -28,7 +28,7 @@ from hackscan.dynamic.builds import build_dir, cache_root, triton_cache
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
 from hackscan.dynamic.workdirs import WorkDir, sweep
 from hackscan.inputs.siblings import reference_files, sibling_sources
-from hackscan.dynamic.tensorfile import load_outputs
+from hackscan.dynamic.tensorfile import input_tensors, load_outputs
 from hackscan.engine import verdict as static_verdict
 from hackscan.findings import Dynamic, Finding, Location, SubmissionResult
 
@@ -109,25 +109,6 @@ class DynamicOptions:
 
     def __post_init__(self):
         check_dtype(self.dtype)
-
-
-def _input_tensors(path: Path) -> list:
-    """The tensors of one input set, as the reference's worker saved them (nested lists and
-    dicts flattened), for reading integer outputs as indices; empty where there is none."""
-    try:
-        vals = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception:  # noqa: BLE001 - no such set (probe-only calls), or unreadable
-        return []
-    out, todo = [], [vals]
-    while todo:
-        v = todo.pop()
-        if isinstance(v, torch.Tensor):
-            out.append(v)
-        elif isinstance(v, (list, tuple)):
-            todo.extend(v)
-        elif isinstance(v, dict):
-            todo.extend(v.values())
-    return out
 
 
 def _listed_gpus() -> list[str] | None:
@@ -795,7 +776,7 @@ class DynamicSession:
                            expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]),
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                            dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
-                           load_inputs=functools.lru_cache(maxsize=2)(lambda s: _input_tensors(ref.shared / f"in_{s}.pt")))
+                           load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.shared / f"in_{s}.pt")))
         self._stage("probes' comparisons")
         outcomes = []
         t_cmp = time.perf_counter()

@@ -85,3 +85,22 @@ def _entry(fh, h, base: int, size: int, device: str | None):
         raise BadTensorFile("short read")
     t = torch.from_numpy(raw).view(dt).reshape(shape)
     return t.to(device) if device else t
+
+
+def input_tensors(path: Path) -> list:
+    """The tensors of one input set, as the reference's worker saved them (nested lists and
+    dicts flattened), for reading integer outputs as indices; empty where there is none."""
+    try:
+        vals = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception:  # noqa: BLE001 - no such set (probe-only calls), or unreadable
+        return []
+    out, todo = [], [vals]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            todo.extend(v)
+        elif isinstance(v, dict):
+            todo.extend(v.values())
+    return out

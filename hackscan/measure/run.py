@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hackscan.dynamic.runner import run_worker
-from hackscan.dynamic.tensorfile import load_outputs
+from hackscan.dynamic.tensorfile import input_tensors, load_outputs
 
 
 @dataclass
@@ -203,7 +203,6 @@ class Measurer:
             shutil.rmtree(d, ignore_errors=True)   # its outputs
 
     def _read(self, b: Baseline, res, d: Path, t0: float) -> dict:
-        from hackscan.dynamic.audit import _input_tensors
         from hackscan.dynamic.compare import compare_loose
         from hackscan.measure.assess import assess
 
@@ -217,7 +216,7 @@ class Measurer:
         @functools.lru_cache(maxsize=1)
         def pool_set(k: int) -> list:
             # the worker's pool, in the order it reads the sets (hackscan.dynamic.worker.measurement)
-            return _input_tensors(sets[k]) if 0 <= k < len(sets) else []
+            return input_tensors(sets[k]) if 0 <= k < len(sets) else []
 
         for c in rec.get("checks", []):
             if not c.get("file") or c["set"] not in b.check_outputs:

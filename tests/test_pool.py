@@ -282,3 +282,14 @@ def test_a_started_workers_profiled_call_sees_the_candidates_kernels_on_a_gpu(re
     finally:
         fresh.close()
         pooled.close()
+
+
+def test_a_candidate_whose_entry_class_is_model_has_its_kernels_known(sessions, ref, tmp_path):
+    # KernelBench-Hard's candidates define `Model`: the dynamic layer read their facts for
+    # `ModelNew`, found none, and knew no kernel of theirs (no rewritten runs, own share 0%)
+    fresh, _ = sessions
+    cand = tmp_path / "hard_entry.py"
+    cand.write_text(textwrap.dedent(TRITON_RELU.replace("class ModelNew(", "class Model(")))
+    r = fresh.audit(scan_item(Item(cand, ref, cand.name), Options(entry="Model")), cand, ref)
+    assert r.entry == "Model" and r.verdict == "clean", summary(r)
+    assert r.dynamic["probes"]["forced-failure"]["status"] == "passed", summary(r)

@@ -891,3 +891,37 @@ def test_a_kernel_construct_is_not_confirmed_by_a_run_where_no_own_kernel_launch
     # a construct of the Python side (a tanh formula in forward) is confirmed whatever launched
     py = _finding("tolerance-exploitation", ["precision-audit"])
     assert _settled([caught], [py], {"custom_launches_on_visible": 0}).findings[0].dynamic.status == "confirmed"
+
+
+def test_a_fallback_that_never_ran_in_the_audit_is_no_guarded_fallback():
+    """'If the extension loaded, use it, else PyTorch': with the custom path forced to fail the
+    fallback is right, but where the candidate's own kernels ran on every input of the main run,
+    the fallback stood in for nothing in the benchmark. Where the kernels skipped some input, the
+    fallback is what computed it."""
+    import torch
+
+    from hackscan.dynamic.probes.forced_failure import ForcedFailure
+
+    out = torch.arange(6.0)
+    right = Observations(candidate={}, steps={("visible", 0): {"set": "visible", "variant": "fp32", "file": "o"}},
+                         load_output=lambda f: [out.clone()], reference_outputs={"visible": ([out], None)})
+
+    def main(launches, traced=True):
+        steps = {(s, 0): {"set": s, "variant": "fp32", "custom_launches": n} for s, n in launches.items()}
+        return Observations(candidate={"launch_trace": traced}, steps=steps, load_output=None, reference_outputs={},
+                            extra={"raise": right})
+
+    everywhere = ForcedFailure().evaluate(main({"visible": 1, "negated": 1, "scaled_x3": 1, "other_shape": 1}))
+    assert everywhere.status == "passed" and "did not run here" in everywhere.detail, everywhere
+    skipped = ForcedFailure().evaluate(main({"visible": 1, "negated": 1, "scaled_x3": 0}))
+    assert skipped.status == "caught" and skipped.hack_type is None, skipped
+    untraced = ForcedFailure().evaluate(main({"visible": 1, "negated": 1}, traced=False))
+    assert untraced.status == "caught", untraced
+    # on a GPU the profiled call must show its own kernels on the device: an extension call that
+    # raises before its kernel runs is counted as a launch, and the handler computes
+    for kernels, status in (([{"name": "relu_kernel", "us": 5.0}], "passed"),
+                            ([{"name": "void at::native::vectorized_elementwise_kernel<4>", "us": 5.0}], "caught")):
+        o = main({"visible": 1, "negated": 1})
+        o.steps[("visible", 400)] = {"set": "visible", "call": 400, "variant": "fp32", "profile": {"kernels": kernels}}
+        o = Observations(**{**o.__dict__, "kernel_names": frozenset({"relu_kernel"})})
+        assert ForcedFailure().evaluate(o).status == status, kernels

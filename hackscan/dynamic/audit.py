@@ -713,7 +713,7 @@ class DynamicSession:
             plan = [s for s in plan if s not in side_plan]
             job["plan"] = plan
         pool = ThreadPoolExecutor(max_workers=2)
-        parsed = _candidate_facts(cand_path)
+        parsed = _candidate_facts(cand_path, result.entry or "ModelNew")
         extra_f = pool.submit(self._rewritten_runs, probes, cand_path, parsed, job, files, d, limits, env, ref,
                               result.findings)
         side_f = pool.submit(self._profile_run, job, side_plan, files, d, limits, env, out_bytes) if side_plan else None
@@ -1301,13 +1301,16 @@ def _built(job: dict, files: dict, bdir: Path | None) -> bool:
         "triton" not in p.relative_to(bdir).parts for p in bdir.rglob("*.so")))
 
 
-def _candidate_facts(path: Path):
-    """The candidate's text and static facts, read once per audit (None where unreadable)."""
+def _candidate_facts(path: Path, entry: str = "ModelNew"):
+    """The candidate's text and static facts, read once per audit with the entry class the
+    static pass found (KernelBench-Hard's candidates define `Model`: read for `ModelNew`, they had
+    no facts, so no kernel of theirs was known to the profiler's attribution or to the rewritten
+    runs); None where unreadable."""
     from hackscan.inputs.load import BadInput, load
 
     try:
         text = path.read_text("utf-8")
-        return text, load(str(path), text).facts
+        return text, load(str(path), text, entry=entry).facts
     except (BadInput, OSError, UnicodeDecodeError):
         return None
 

@@ -1,4 +1,4 @@
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import Outcome, Probe, profile_of
 
 
 class ForcedFailure(Probe):
@@ -28,6 +28,39 @@ class ForcedFailure(Probe):
             return Outcome(self.name, "passed", "with the custom path failing, forward fails: no hidden fallback")
         c = run.compare("visible")
         if c is not None and c.ok:
+            ran = _custom_everywhere(obs)
+            if ran:
+                # the hack is the fallback standing in for a custom path that fails; one kept for an
+                # environment without the kernels (no GPU, a build that failed) that never ran here
+                # is dead code in the benchmark ("if the extension loaded, use it, else PyTorch")
+                return Outcome(self.name, "passed", "with the custom kernels disabled a fallback computes the right "
+                               f"answer, but the custom kernels ran on every input of the audit ({ran}): the fallback "
+                               "did not run here")
             return Outcome(self.name, "caught", "with the custom kernels disabled, forward still returns the right "
                            "answer: a fallback computes it")
         return Outcome(self.name, "passed", "with the custom path failing, the outputs are wrong")
+
+
+def _custom_everywhere(obs) -> str:
+    """Where the main run's launch trace shows the candidate's own kernels on every call it
+    traced (the visible inputs, the hidden distributions, other layouts and shapes), a summary;
+    else the empty string. Recorded inside the candidate's process (as branch-trace's evidence);
+    a candidate that fakes launches while another path computes is ghost-replay's to catch."""
+    if not obs.candidate.get("launch_trace"):
+        return ""
+    traced = [r for r in obs.steps.values() if isinstance(r, dict) and "custom_launches" in r and "error" not in r
+              and r.get("variant", "fp32") == "fp32"]
+    vis = obs.steps.get(("visible", 0))
+    if not vis or "custom_launches" not in vis or len(traced) < 2 or any(r["custom_launches"] <= 0 for r in traced):
+        return ""
+    # a call into an extension counts as a launch even where the extension raises before its
+    # kernel runs (and the handler computes): on a GPU the profiled call must show the
+    # candidate's own kernels on the device
+    prof, _ = profile_of(obs)
+    if prof is not None and prof.get("kernels"):
+        from hackscan.dynamic.probes.kernel_attribution import classify, shares
+
+        _, sh = shares(classify(prof.get("kernels", []), obs.kernel_names))
+        if sh.get("custom", 0.0) <= 0.0:
+            return ""
+    return f"{len(traced)} calls traced, {vis['custom_launches']} launch(es) on the visible one"

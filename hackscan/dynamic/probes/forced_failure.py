@@ -3,7 +3,11 @@ from hackscan.dynamic.probe import Outcome, Probe, profile_of
 
 class ForcedFailure(Probe):
     """The custom path is made to fail (Triton kernels raise; extension builds raise) and the
-    candidate runs again: right answers now can only come from a fallback that computes them."""
+    candidate runs again: right answers now can only come from a fallback that computes them. A
+    fallback is caught only where it may have computed something in the audit: where the
+    candidate's own kernels ran on every call of the main run (its launch trace) and, on a GPU, on
+    the device in the profiled call, a fallback kept for a machine without the kernels is
+    reported and passes."""
 
     name = "forced-failure"
     confirms = ("guarded-fallback", "torch-fallback")

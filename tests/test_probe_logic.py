@@ -920,8 +920,51 @@ def test_a_fallback_that_never_ran_in_the_audit_is_no_guarded_fallback():
     # on a GPU the profiled call must show its own kernels on the device: an extension call that
     # raises before its kernel runs is counted as a launch, and the handler computes
     for kernels, status in (([{"name": "relu_kernel", "us": 5.0}], "passed"),
-                            ([{"name": "void at::native::vectorized_elementwise_kernel<4>", "us": 5.0}], "caught")):
+                            # a kernel its source does not name (generated at run time) may be its own
+                            ([{"name": "gen_relu_0", "us": 5.0}], "passed"),
+                            ([{"name": "void at::native::vectorized_elementwise_kernel<4>", "us": 5.0}], "caught"),
+                            # the handler's PyTorch ops did the work
+                            ([{"name": "gen_relu_0", "us": 1.0},
+                              {"name": "softmax_warp_forward", "us": 9.0, "owner": "aten::softmax"}], "caught")):
         o = main({"visible": 1, "negated": 1})
         o.steps[("visible", 400)] = {"set": "visible", "call": 400, "variant": "fp32", "profile": {"kernels": kernels}}
         o = Observations(**{**o.__dict__, "kernel_names": frozenset({"relu_kernel"})})
         assert ForcedFailure().evaluate(o).status == status, kernels
+
+
+def test_a_ghost_replay_that_left_cuda_kernels_running_proves_nothing():
+    """A candidate with a Triton kernel for one case and CUDA kernels for the benchmark's: with
+    only the Triton kernel disabled the outputs stay right, because the CUDA kernels made them."""
+    import torch
+
+    from hackscan.dynamic.probes.ghost_replay import GhostReplay
+
+    out = torch.arange(6.0)
+
+    def noop_run(**flags):
+        return Observations(candidate=dict(flags), steps={("visible", 0): {"set": "visible", "variant": "fp32",
+                                                                             "file": "o"}},
+                            load_output=lambda f: [out.clone()], reference_outputs={"visible": ([out], None)})
+
+    def main(run):
+        return Observations(candidate={}, steps={("visible", 0): {"set": "visible", "variant": "fp32", "file": "o"}},
+                            load_output=lambda f: [out.clone()], reference_outputs={"visible": ([out], None)},
+                            extra={"noop": run})
+
+    assert GhostReplay().evaluate(main(noop_run())).status == "caught"
+    left = GhostReplay().evaluate(main(noop_run(cuda_kernels_left_running=True)))
+    assert left.status == "inconclusive" and "CUDA kernels were not disabled" in left.detail, left
+
+
+def test_cuda_kernel_names_are_read_from_any_string_of_the_file():
+    from hackscan.dynamic.rewrite import cuda_kernel_names
+
+    src = (
+        'SRC = r"""\n'
+        "template<int K, int THREADS>\n"
+        "__global__ __launch_bounds__(THREADS) void row_select(const float* x, int n) { }\n"
+        "__global__ void __launch_bounds__(128 * NWG)\nkgemm(const float* a) { }\n"
+        "__global__ void declared_only(float* a);\n"
+        '"""\n'
+        'ext = load_inline(name="e", cuda_sources=SRC.replace("NWG", "2"), cpp_sources="")\n')
+    assert cuda_kernel_names(src) == {"row_select", "kgemm"}

@@ -773,7 +773,7 @@ class DynamicSession:
         res.data["other_shape"] = ref.other_shape
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
                            load_output=_reusing(lambda f: self._load_in(d, f)), reference_outputs=ref.outputs,
-                           expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed and parsed[1]),
+                           expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed),
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                            dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
                            load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.shared / f"in_{s}.pt")))
@@ -952,7 +952,7 @@ class DynamicSession:
         modes = sorted({p.rewrite for p in probes if p.rewrite})
         if not modes or parsed is None:
             return {}
-        from hackscan.dynamic.rewrite import disable_cuda_kernels, disable_kernels
+        from hackscan.dynamic.rewrite import cuda_kernel_names, disable_cuda_kernels, disable_kernels
 
         text, facts = parsed
         kernels = set(facts.py.triton_kernels) if facts.py is not None else set()
@@ -961,13 +961,17 @@ class DynamicSession:
         asked = self.opts.cuda_ghost == "always" or (self.opts.cuda_ghost == "suspects" and any(
             getattr(_probe(n), "cuda_rewrite_for_suspects", False)
             for f in findings for pn in f.probes for n in catalogue.get(pn, ())))
-        cuda_kernels = has_ext and asked and self.opts.device == "cuda" and any(u.facts.kernels for u in facts.cuda)
+        # CUDA kernels of its own: in the facts, or in any string of the file (a source edited
+        # by `.replace` before `load_inline` is not in the facts)
+        has_cuda = has_ext and (any(u.facts.kernels for u in facts.cuda) or bool(cuda_kernel_names(text)))
+        cuda_kernels = has_cuda and asked and self.opts.device == "cuda"
         out = {}
         jobs = []
         for mode in modes:
             if not kernels and not (has_ext and (mode == "raise" or cuda_kernels)):
                 continue
             src, n = disable_kernels(text, kernels, mode) if kernels else (text, 0)
+            m = 0
             sub = d.parent / f"{d.name}-{mode}"
             sub.mkdir()
             sfiles = {k: v for k, v in files.items() if k != "candidate_module.py"}
@@ -995,10 +999,13 @@ class DynamicSession:
             reinit = "reinit" in ref.outputs and bool(ref.perturbed_shapes)
             sjob = dict(job, plan=[{"op": "forward", "set": "visible"}], disable_extensions=mode == "raise",
                         perturb_seed=self.derive("perturb") if reinit else None, construct_perturbed=reinit)
-            jobs.append((mode, sjob, sfiles, slimits, senv, sub, reinit))
+            # a no-op run that left the candidate's CUDA kernels running (only its Triton ones
+            # disabled) cannot say the outputs never depended on its kernels
+            left = has_cuda and mode == "noop" and not m
+            jobs.append((mode, sjob, sfiles, slimits, senv, sub, reinit, left))
 
         def one(j):
-            mode, sjob, sfiles, slimits, senv, sub, reinit = j
+            mode, sjob, sfiles, slimits, senv, sub, reinit, left = j
             # a started worker where the pool has one (the rewritten source is in `sub` already)
             r = self.run_on_device(lambda: self.pooled_worker(
                 sjob, {**sfiles, "candidate_module.py": sub / "candidate_module.py"}, slimits, senv, sub,
@@ -1006,7 +1013,10 @@ class DynamicSession:
             # the perturbed reference applies where the candidate's perturbed tensors correspond
             # to the reference's by shape; otherwise the unperturbed one does not either: none
             same = reinit and same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)
-            return mode, Observations(candidate=r.data if r.ok else dict(r.data, error=r.error),
+            data = r.data if r.ok else dict(r.data, error=r.error)
+            if left:
+                data = dict(data, cuda_kernels_left_running=True)
+            return mode, Observations(candidate=data,
                                       steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
                                       load_output=lambda f, sub=sub: self._load_in(sub, f),
                                       reference_outputs=ref.outputs, dtype=ref.dtype,
@@ -1315,14 +1325,20 @@ def _candidate_facts(path: Path, entry: str = "ModelNew"):
         return None
 
 
-def _kernel_names(facts) -> frozenset:
+def _kernel_names(parsed) -> frozenset:
     """Names of the kernels the candidate's source defines (Triton and C++/CUDA), from its
-    static facts: what the profiler attributes to the candidate itself."""
-    if facts is None:
+    static facts and from every `__global__` definition in its text (a CUDA source that reaches
+    `load_inline` through `.replace` or a template is not in the facts): what the profiler
+    attributes to the candidate itself."""
+    if not parsed:
         return frozenset()
+    from hackscan.dynamic.rewrite import cuda_kernel_names
+
+    text, facts = parsed
     names = set(facts.py.triton_kernels) if facts.py is not None else set()
     for unit in facts.cuda:
         names.update(unit.facts.kernels)
+    names.update(cuda_kernel_names(text))
     return frozenset(names)
 
 

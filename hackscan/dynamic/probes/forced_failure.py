@@ -64,7 +64,10 @@ def _custom_everywhere(obs) -> str:
     if prof is not None and prof.get("kernels"):
         from hackscan.dynamic.probes.kernel_attribution import classify, shares
 
+        # kernels it launched without an aten op and whose names its source does not show
+        # ("other": a kernel generated at run time) may be its own; what a fallback computes
+        # with runs under aten ops
         _, sh = shares(classify(prof.get("kernels", []), obs.kernel_names))
-        if sh.get("custom", 0.0) <= 0.0:
+        if sh.get("custom", 0.0) + sh.get("other", 0.0) <= 0.0 or sh.get("torch", 0.0) >= 0.5:
             return ""
     return f"{len(traced)} calls traced, {vis['custom_launches']} launch(es) on the visible one"

@@ -29,6 +29,11 @@ class GhostReplay(Probe):
                            "kernels' work, or a crash): that proves nothing either way")
         c = run.compare("visible")
         vis = obs.compare("visible")
+        if c is not None and c.ok and vis is not None and vis.ok and run.candidate.get("cuda_kernels_left_running"):
+            # only its Triton kernels were disabled: its CUDA kernels (rewritten only on a GPU, for
+            # a suspect) still ran, and may be what made the outputs
+            return Outcome(self.name, "inconclusive", "with its Triton kernels disabled the outputs are still right, "
+                           "but its CUDA kernels were not disabled in that run: that proves nothing")
         if c is not None and c.ok and vis is not None and vis.ok:
             never = _never_launched(obs)
             if never:

@@ -133,3 +133,27 @@ def test_the_benchmarks_check_is_never_stricter_than_the_outputs_own_precision()
     r32 = torch.randn(1000)
     assert not compare_loose([r32 * 1.02], [r32]).ok
     assert compare_loose([r32 * 1.005], [r32]).ok
+
+
+def test_the_benchmarks_check_reads_indices_of_near_equal_values_and_the_problems_precision():
+    from hackscan.dynamic.compare import compare_loose
+
+    torch.manual_seed(1)
+    x = torch.randn(16, 512)
+    vals, idx = torch.topk(x, 4, dim=-1)
+    # a top-k that sorts truncated keys: where two values agree to 1e-5 it may pick either
+    near = x.clone()
+    near[:, 7] = vals[:, 0] - 1e-5          # a near-twin of each row's largest value
+    cand_idx = idx.clone()
+    cand_idx[:, 0] = 7
+    assert compare_loose([vals, cand_idx], [vals, idx], inputs=[near]).ok
+    assert not compare_loose([vals, cand_idx], [vals, idx]).ok          # no inputs: nothing to read them by
+    # indices that select other values fail, whatever the values output says
+    assert not compare_loose([vals, torch.zeros_like(idx)], [vals, idx], inputs=[x]).ok
+    # a bf16 output of a problem whose inputs are fp8 is checked at fp8's tolerance
+    fp8 = getattr(torch, "float8_e4m3fn", None)
+    if fp8 is not None:
+        ref = torch.full((64,), 2.0, dtype=torch.bfloat16)
+        got = ref + 0.125
+        assert not compare_loose([got], [ref]).ok
+        assert compare_loose([got], [ref], dtype=fp8).ok

@@ -129,7 +129,8 @@ class Observations:
 
             try:
                 res = compare_loose(self.load_output(rec["file"]), self.reference_outputs[exp][0],
-                                    inputs=(lambda: self.load_inputs(exp)) if self.load_inputs is not None else None)
+                                    inputs=(lambda: self.load_inputs(exp)) if self.load_inputs is not None else None,
+                                    dtype=self.dtype)
             except Exception:  # noqa: BLE001 - an unreadable output compares as nothing
                 res = None
         self._cmp[key] = res

@@ -41,6 +41,7 @@ class Baseline:
     # worker (the rest: process start, or the wait for a started one) and the input sets' draw
     timings: dict = field(default_factory=dict)
     reported: bool = False     # its timings are in one candidate's record already
+    dtype: object = None       # the problem's lowest-precision floating dtype (its inputs'), for the checks
 
 
 class Measurer:
@@ -128,7 +129,10 @@ class Measurer:
         for f in [*d.glob("in_pool*.pt"), d / "init.pt", d / "ref_state.pt"]:
             if f.is_file():
                 f.rename(shared / f.name)
-        b = Baseline(True, None, d, {"strict": res.data["measure"]}, timings=_phases("reference", res))
+        from hackscan.dynamic.compare import problem_dtype
+
+        b = Baseline(True, None, d, {"strict": res.data["measure"]}, timings=_phases("reference", res),
+                     dtype=problem_dtype(s.get("dtype", "") for s in res.data.get("input_spec", [])))
         if res.data["measure"].get("device_limits"):
             self._limits_cache = res.data["measure"]["device_limits"]
         loaded: dict = {}   # two sets whose outputs are the same bytes name one file (the worker's _WRITTEN)
@@ -228,7 +232,8 @@ class Measurer:
                 continue
             # a check runs on set k exactly (no perturbation): its inputs read integer outputs
             # as indices (top-k over tied values picks either)
-            cmp = compare_loose(got, b.check_outputs[c["set"]], inputs=functools.partial(pool_set, c["set"]))
+            cmp = compare_loose(got, b.check_outputs[c["set"]], inputs=functools.partial(pool_set, c["set"]),
+                                dtype=b.dtype)
             if not cmp.ok:
                 bad.append(f"set {c['set']} (iteration {c['iteration']}): {cmp.short()}")
         hw = (b.records["strict"].get("device_limits") or self._limits_cache or {}).get("gpu", "")

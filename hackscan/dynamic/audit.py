@@ -714,8 +714,9 @@ class DynamicSession:
             job["plan"] = plan
         pool = ThreadPoolExecutor(max_workers=2)
         parsed = _candidate_facts(cand_path, result.entry or "ModelNew")
-        extra_f = pool.submit(self._rewritten_runs, probes, cand_path, parsed, job, files, d, limits, env, ref,
-                              result.findings)
+        kernel_names = _kernel_names(parsed)
+        extra_f = pool.submit(self._rewritten_runs, probes, cand_path, parsed, kernel_names, job, files, d, limits,
+                              env, ref, result.findings)
         side_f = pool.submit(self._profile_run, job, side_plan, files, d, limits, env, out_bytes) if side_plan else None
         pool.shutdown(wait=False)
         t_run = time.perf_counter()
@@ -773,7 +774,7 @@ class DynamicSession:
         res.data["other_shape"] = ref.other_shape
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
                            load_output=_reusing(lambda f: self._load_in(d, f)), reference_outputs=ref.outputs,
-                           expected_set=expected, extra=extra, kernel_names=_kernel_names(parsed),
+                           expected_set=expected, extra=extra, kernel_names=kernel_names,
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                            dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
                            load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.shared / f"in_{s}.pt")))
@@ -946,13 +947,13 @@ class DynamicSession:
                     x["error"] = f"the profiling worker's output is missing: {e}"[:300]
         return recs
 
-    def _rewritten_runs(self, probes, cand_path: Path, parsed, job: dict, files: dict, d: Path, limits, env, ref,
-                        findings=()) -> dict:
+    def _rewritten_runs(self, probes, cand_path: Path, parsed, kernel_names: frozenset, job: dict, files: dict,
+                        d: Path, limits, env, ref, findings=()) -> dict:
         """Ghost replay and forced failure: the candidate again, with its kernels disabled."""
         modes = sorted({p.rewrite for p in probes if p.rewrite})
         if not modes or parsed is None:
             return {}
-        from hackscan.dynamic.rewrite import cuda_kernel_names, disable_cuda_kernels, disable_kernels
+        from hackscan.dynamic.rewrite import disable_cuda_kernels, disable_kernels
 
         text, facts = parsed
         kernels = set(facts.py.triton_kernels) if facts.py is not None else set()
@@ -961,9 +962,9 @@ class DynamicSession:
         asked = self.opts.cuda_ghost == "always" or (self.opts.cuda_ghost == "suspects" and any(
             getattr(_probe(n), "cuda_rewrite_for_suspects", False)
             for f in findings for pn in f.probes for n in catalogue.get(pn, ())))
-        # CUDA kernels of its own: in the facts, or in any string of the file (a source edited
-        # by `.replace` before `load_inline` is not in the facts)
-        has_cuda = has_ext and (any(u.facts.kernels for u in facts.cuda) or bool(cuda_kernel_names(text)))
+        # CUDA kernels of its own: its kernels that are not Triton's (from the facts, or from any
+        # string of the file: a source edited by `.replace` before `load_inline` is not in the facts)
+        has_cuda = has_ext and bool(kernel_names - kernels)
         cuda_kernels = has_cuda and asked and self.opts.device == "cuda"
         out = {}
         jobs = []

@@ -223,7 +223,7 @@ def compare_loose(cand, ref, atol: float = 1e-2, rtol: float = 1e-2, inputs=None
             continue
         floor = max(base_tolerance(r.dtype), base_tolerance(c.dtype) if c.is_floating_point() else 0.0,
                     base_tolerance(dtype) if dtype is not None else 0.0)
-        a, rt = (max(atol, floor), max(rtol, floor)) if floor > 1e-2 else (atol, rtol)
+        a, rt = max(atol, floor), max(rtol, floor)
         cd, rd = c.double(), r.double()
         diff = (cd - rd).abs()
         both_nan = torch.isnan(cd) & torch.isnan(rd)

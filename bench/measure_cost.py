@@ -3,6 +3,8 @@ candidate): five small matmul problems, each measured once in one session, on th
 For an A/B of two checkouts, run it from each with PYTHONPATH pointing at that checkout:
 
     PYTHONPATH=. python bench/measure_cost.py LABEL [--device cuda]
+
+HACKSCAN_PRESTART=2 in the environment has the measurement take started workers.
 """
 import json
 import pathlib
@@ -22,7 +24,7 @@ class Model(nn.Module):
     def forward(self, a, b):
         return torch.relu(a @ b)
 def get_inputs():
-    return [torch.rand(N, N), torch.rand(N, N)]
+    return [torch.randn(N, N), torch.randn(N, N)]
 def get_init_inputs():
     return []
 """
@@ -36,7 +38,7 @@ class ModelNew(nn.Module):
 d = pathlib.Path(tempfile.mkdtemp())
 device = "cuda" if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1] == "cuda" else "cpu"
 s = DynamicSession(DynamicOptions(mode="off", device=device, timeout_s=300, seed=3, measure="all", measure_budget_s=1.0))
-secs = []
+secs, phases = [], []
 for n in (96, 112, 128, 144, 160):
     ref = d / f"ref{n}.py"
     ref.write_text(textwrap.dedent(REF).replace("N, N", f"{n}, {n}"))
@@ -46,5 +48,17 @@ for n in (96, 112, 128, 144, 160):
     m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
     secs.append(time.perf_counter() - t0)
     assert m["status"] == "measured", m
+    phases.append(m.get("phases_s", {}))
 s.close()
-print(json.dumps({"code": sys.argv[1], "device": device, "per_problem_s": [round(x, 2) for x in secs], "mean_s": round(sum(secs) / len(secs), 2)}))
+
+
+def per(key):
+    return [p.get(key) for p in phases]
+
+
+print(json.dumps({"code": sys.argv[1], "device": device, "prestart": s.opts.prestart,
+                  "per_problem_s": [round(x, 2) for x in secs], "mean_s": round(sum(secs) / len(secs), 2),
+                  # where each problem's time went: the reference's worker, its input preparation
+                  # (inside the device lock), the candidate's worker
+                  "reference_worker_s": per("reference_worker_s"), "reference_prepare_s": per("reference_prepare_s"),
+                  "candidate_worker_s": per("candidate_worker_s")}))

@@ -258,6 +258,8 @@ def test_a_measurement_takes_started_workers_without_a_profiler_warm_up(ref, tmp
         assert p.wait_ready(120)
         ready = [json.loads((w.jobdir / "_ready.json").read_text()) for w in p._idle]
         assert ready and all("profiler_s" not in r for r in ready), ready
+        # it may be handed a reference's job: the meta-device draw's first-use imports are done
+        assert all("meta_s" in r and "meta_error" not in r for r in ready), ready
     finally:
         s.close()
 

@@ -51,7 +51,9 @@ class Prestarted:
             d.mkdir()
         self.device, self.env = device, dict(env)
         self.limits = replace(limits, writable=(str(self.build),), read_only=(str(self.inputs),))
-        cmd = worker_command(self.jobdir, "--wait", device, *(() if profile else ("noprofile",)))
+        # a worker of a measurement's pool (no profiler session) may be handed the reference's
+        # job: it warms what that job's input preparation needs (worker.prestart._warm_meta)
+        cmd = worker_command(self.jobdir, "--wait", device, *(() if profile else ("noprofile", "meta")))
         self._out = open(self.jobdir / "_stdout.txt", "wb")
         self._err = open(self.jobdir / "_stderr.txt", "wb")
         self.proc, self.engine, self.why, self.watch = start(

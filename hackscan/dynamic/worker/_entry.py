@@ -27,7 +27,8 @@ if __name__ == "__main__":
     if sys.argv[2:3] == ["--wait"]:   # started ahead of its job (hackscan.dynamic.pool)
         from _hsworker.prestart import handoff, prestart
 
-        pre = prestart(sys.argv[3] if len(sys.argv) > 3 else "cpu", profile="noprofile" not in sys.argv[4:])
+        pre = prestart(sys.argv[3] if len(sys.argv) > 3 else "cpu", profile="noprofile" not in sys.argv[4:],
+                       meta="meta" in sys.argv[4:])
         if not handoff(pre):
             sys.exit(0)
     rc = main(sys.argv[1], prestart=pre)

@@ -15,9 +15,10 @@ import sys
 import time
 
 
-def prestart(device: str, profile: bool = True) -> dict:
+def prestart(device: str, profile: bool = True, meta: bool = False) -> dict:
     """The warm-up, timed: {"torch_s", "device_s", "profiler_s", "profiler_kernels": n} (or
-    `profiler_error`); without `profile` (a measurement's worker), no profiler session."""
+    `profiler_error`); without `profile` (a measurement's worker), no profiler session. With
+    `meta` (a worker that may be handed a reference's job), also `meta_s`: see _warm_meta."""
     info: dict = {}
     t0 = time.perf_counter()
     import torch
@@ -28,6 +29,11 @@ def prestart(device: str, profile: bool = True) -> dict:
         torch.zeros(1, device="cuda")
         torch.cuda.synchronize()
     info["device_s"] = round(time.perf_counter() - t0, 3)
+    if meta:
+        t0 = time.perf_counter()
+        _warm_meta(torch, info)
+        info["meta_s"] = round(time.perf_counter() - t0, 3)
+    t0 = time.perf_counter()
     t0 = time.perf_counter()
     if not profile:
         return _ready(info)
@@ -49,6 +55,23 @@ def prestart(device: str, profile: bool = True) -> dict:
         info["profiler_error"] = f"{type(e).__name__}: {e}"[:300]
     info["profiler_s"] = round(time.perf_counter() - t0, 3)
     return _ready(info)
+
+
+def _warm_meta(torch, info: dict) -> None:
+    """A reference's input preparation first draws its inputs on the meta device to learn their
+    shapes (inputs._prepare). There randn and randint run PyTorch's Python references, whose
+    first call imports the symbolic-shapes machinery and sympy (0.3-0.6 s on a 2-core CPU machine).
+    On the H200 every reference's input preparation had a fixed part of about 2 s (its
+    `reference_inputs_s` 1.9-3.5 s where its slowest set took under 0.1 s), inside a
+    measurement's device lock; this import is the part of it found on the CPU. Done here, while
+    no job waits; nothing of the problem's is known or run."""
+    try:
+        with torch.device("meta"):
+            torch.randn(2, 2)
+            torch.randint(0, 2, (2,))
+            torch.rand(2)
+    except Exception as e:  # noqa: BLE001 - the job's own draw says what fails
+        info["meta_error"] = f"{type(e).__name__}: {e}"[:300]
 
 
 def _ready(info: dict) -> dict:

@@ -281,7 +281,22 @@ def summarize(path: Path, root: Path | None) -> dict:
         "hacks_confirmed_by_own_mechanism": len(own_mech),
         "confirmed_without_a_probe": confirmed_without_probe[:20],
         "median_wall_s": sorted(r.get("wall_s", 0) for r in recs.values())[len(recs) // 2] if recs else None,
+        "time": item_time(list(recs.values())),
     }
+
+
+def item_time(recs: list[dict], jobs: int = 10) -> dict:
+    """Where a run's time went, summed over its items (each item's wall time, its extension build
+    included): the share of builds and of the ten slowest items, and what `jobs` audits at a time
+    would take if they were kept busy (a bound from the items' own times, not a measured wall:
+    a run split over calls has no single wall time)."""
+    wall = sorted((float(r.get("wall_s") or 0) for r in recs), reverse=True)
+    build = [float(r.get("build_s") or 0) for r in recs]
+    total, built = sum(wall), sum(build)
+    return {"item_s": round(total), "build_s": round(built), "builds": sum(1 for b in build if b > 0),
+            "build_share": round(built / total, 3) if total else None,
+            "slowest_10_share": round(sum(wall[:10]) / total, 3) if total else None,
+            f"at_{jobs}_at_a_time_s": round(total / jobs), f"builds_cached_at_{jobs}_at_a_time_s": round((total - built) / jobs)}
 
 
 def strip(src: Path, dst: Path) -> int:

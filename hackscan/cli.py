@@ -72,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--dynamic-jobs", type=int, default=None,
                    help="candidates audited at a time (default: one per GPU on CUDA, each audit's workers "
                         "pinned to its GPU; --jobs on the CPU); with --backend ray, per Ray task")
+    a.add_argument("--prestart", type=int, default=None, metavar="N",
+                   help="workers kept started ahead of their jobs (bubblewrap only): the interpreter, torch, the "
+                        "device's context and the profiler's first session are ready when a candidate comes "
+                        "(default: HACKSCAN_PRESTART, else 0)")
     a.add_argument("--backend", choices=CHOICES["backend"], default=None,
                    help="local process pool (default) or Ray tasks (pip install 'hackscan-gpu[ray]'): static "
                         "batches on CPUs, dynamic audits one GPU per task in a fresh worker process")
@@ -340,7 +344,8 @@ def _dynamic_session(st, dynamic: str, policy: str):
     device = st.device or ("cuda" if torch.cuda.is_available() else "cpu")
     return DynamicSession(DynamicOptions(mode=dynamic, device=device, policy=policy, timeout_s=st.timeout,
                                          cuda_ghost=st.cuda_ghost, measure=st.measure,
-                                         measure_budget_s=st.measure_budget, measure_compile=st.measure_compile))
+                                         measure_budget_s=st.measure_budget, measure_compile=st.measure_compile,
+                                         **({"prestart": st.prestart} if st.prestart is not None else {})))
 
 
 def cmd_audit(args) -> int:

@@ -17,7 +17,7 @@ else:  # pragma: no cover
 KEYS = {"select": list, "ignore": list, "min-confidence": str, "fail-on": str, "policy": str,
         "format": str, "baseline": str, "jobs": int, "entry": str, "max-bytes": int, "dynamic": str, "device": str,
         "timeout": float, "cuda-ghost": str, "measure": str, "measure-budget": float, "measure-compile": bool,
-        "backend": str, "ray-address": str, "task-timeout": float, "dynamic-jobs": int, "profile": str,
+        "backend": str, "ray-address": str, "task-timeout": float, "dynamic-jobs": int, "prestart": int, "profile": str,
         "problems": str, "kernels-only": bool, "quiet": bool, "color": str, "no-progress": bool}
 # the keys whose values are words from a fixed list (the command line's choices are these)
 CHOICES = {"format": ("text", "json", "jsonl", "sarif", "html"), "min-confidence": ("low", "medium", "high"),
@@ -43,7 +43,7 @@ DEFAULTS = {"select": [], "ignore": [], "min-confidence": "low", "fail-on": "med
             "format": "text", "baseline": None, "jobs": 1, "entry": "ModelNew", "max-bytes": 1_000_000,
             "dynamic": "auto", "device": None, "timeout": 180.0, "cuda-ghost": "suspects", "measure": "off",
             "measure-budget": 10.0, "measure-compile": False, "backend": "local", "ray-address": None,
-            "task-timeout": 3600.0, "dynamic-jobs": None, "profile": None, "problems": None,
+            "task-timeout": 3600.0, "dynamic-jobs": None, "prestart": None, "profile": None, "problems": None,
             "kernels-only": False, "quiet": False, "color": "auto", "no-progress": False}
 
 
@@ -89,6 +89,8 @@ def resolve(cfg: dict, flags: dict) -> Settings:
     for k, words in CHOICES.items():
         if values[k] is not None and values[k] not in words:
             raise ConfigError(f"unknown {k} {values[k]!r} (from the {sources[k]}; one of {', '.join(words)})")
+    if values["prestart"] is not None and values["prestart"] < 0:
+        raise ConfigError(f"prestart must be 0 or more, not {values['prestart']!r} (from the {sources['prestart']})")
     return Settings(values, sources)
 
 

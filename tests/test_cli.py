@@ -397,3 +397,30 @@ def test_every_format_renders_from_the_results_alone():
             assert [json.loads(line)["path"] for line in out.splitlines()] == [r.path for r in results]
     with pytest.raises(ValueError, match="unknown format"):
         render("yaml", results)
+
+
+def test_prestart_from_the_command_line_or_the_config_reaches_the_dynamic_session(tmp_path, monkeypatch):
+    """--prestart N (or `prestart = N` in hackscan.toml) sets the started workers of the audit's
+    session; without either, HACKSCAN_PRESTART decides; a negative count is refused by name."""
+    pytest.importorskip("torch")
+    from hackscan.cli import _dynamic_session, build_parser
+    from hackscan.config import ConfigError, resolve
+
+    p = build_parser()
+
+    def session(argv, cfg=None):
+        args = p.parse_args(["audit", "x.py", "--device", "cpu", *argv])
+        st = resolve(cfg or {}, vars(args))
+        s = _dynamic_session(st, "all", "kernelbench")
+        try:
+            return s.opts.prestart
+        finally:
+            s.close()
+
+    monkeypatch.setenv("HACKSCAN_PRESTART", "2")
+    assert session([]) == 2
+    assert session(["--prestart", "0"]) == 0
+    assert session([], {"prestart": 3}) == 3
+    assert session(["--prestart", "1"], {"prestart": 3}) == 1
+    with pytest.raises(ConfigError, match="prestart"):
+        resolve({}, vars(p.parse_args(["audit", "x.py", "--prestart", "-1"])))

@@ -202,3 +202,18 @@ def test_a_call_measures_while_extensions_build_and_never_waits_past_its_limits(
                         str(audits), "--state", str(tmp_path / "st2"), "--out", str(tmp_path / "o2"), "--device",
                         "cuda", "--budget", "0", "--hard", "1"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert p.returncode == 0 and "budget spent" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_runs_summary_says_where_its_time_went():
+    """bench/realworld_gpu.py --summarize: items' times summed, the builds' share and the ten
+    slowest items' share, and the bound for ten audits at a time with and without the builds."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("realworld_gpu", ROOT / "bench" / "realworld_gpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    recs = [{"wall_s": 100.0, "build_s": 60.0}] + [{"wall_s": 10.0, "build_s": 0.0}] * 20
+    got = mod.item_time(recs)
+    assert got["item_s"] == 300 and got["build_s"] == 60 and got["builds"] == 1
+    assert got["build_share"] == 0.2 and got["slowest_10_share"] == round(190 / 300, 3)
+    assert got["at_10_at_a_time_s"] == 30 and got["builds_cached_at_10_at_a_time_s"] == 24

@@ -264,6 +264,28 @@ def test_a_measurement_takes_started_workers_without_a_profiler_warm_up(ref, tmp
         s.close()
 
 
+def test_the_compiled_reference_takes_a_started_worker_too(ref, tmp_path):
+    """--measure-compile: the reference under torch.compile runs in a worker of the measuring pool
+    (its start outside the device lock, as the strict timing's), and is measured as before."""
+    import shutil
+
+    if not shutil.which("c++"):
+        pytest.skip("torch.compile on a CPU needs a C++ compiler")
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=300, measure="all",
+                                      measure_budget_s=0.5, measure_compile=True, prestart=2))
+    try:
+        cand = tmp_path / "honest.py"
+        cand.write_text(textwrap.dedent(HONEST))
+        m = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
+        assert m["status"] == "measured", m
+        assert m["reference_compiled"]["n"] >= 10 and m["speedup"]["vs_compiled"] > 0, m.get("reference_compiled")
+        assert m["phases_s"].get("reference_compiled_prestarted") is True, m["phases_s"]
+        (p,) = [v for (kind, _gpu), v in s._pools.items() if kind == "measure"]
+        assert p.taken == 3     # the strict (and TF32) reference, the compiled one, the candidate
+    finally:
+        s.close()
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_a_started_workers_profiled_call_sees_the_candidates_kernels_on_a_gpu(ref, tmp_path):

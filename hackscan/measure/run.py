@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hackscan.dynamic.runner import run_worker
 from hackscan.dynamic.tensorfile import input_tensors, load_outputs
 
 
@@ -160,9 +159,13 @@ class Measurer:
             job["inputs_dir"] = str(d / "shared")   # the same sets, read where they lie
             limits = self.s.worker_limits()
             limits.read_only = (str(d / "shared"),)
-            with self._device_lock:
-                r = run_worker(job, files, limits, self.s.opts.device, self.s.worker_env(), jobdir=dm)
+            # a started worker where the session keeps them, as the strict timing's: its process
+            # start, torch's import and the device's context happen outside the device lock
+            r = self.s.pooled_worker(job, files, limits, self.s.worker_env(), dm, None, "measure",
+                                     lock=self._device_lock)
             b.timings[f"reference_{mode}_worker_s"] = round(r.wall_s, 3)
+            if isinstance(r.data, dict) and isinstance(r.data.get("prestart"), dict):
+                b.timings[f"reference_{mode}_prestarted"] = True
             if r.ok and "measure" in r.data:
                 b.records[mode] = r.data["measure"]
             else:

@@ -92,7 +92,10 @@ def run(args) -> None:
             "torch": torch.__version__, "cuda": torch.version.cuda,
             "triton": _version("triton"), "which": args.which, "jobs": args.jobs,
             "command": "python bench/realworld_gpu.py " + " ".join(sys.argv[1:]),
-            "already_done": len(done), "to_run": len(rows)}
+            "already_done": len(done), "to_run": len(rows),
+            # workers started ahead of their jobs (HACKSCAN_PRESTART): a run's verdicts with them
+            # are compared with one without before they are the default
+            "prestart": DynamicOptions().prestart}
     (out / f"header-{int(time.time())}.json").write_text(json.dumps(head, indent=1) + "\n")
     print(json.dumps(head), flush=True)
     session = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=args.timeout,

@@ -264,6 +264,115 @@ def test_a_measurement_takes_started_workers_without_a_profiler_warm_up(ref, tmp
         s.close()
 
 
+def test_a_references_timing_draws_its_sets_before_it_waits_for_the_device(ref, tmp_path):
+    """The reference's timing job in a started worker imports the problem and draws and writes
+    its input sets while another timing holds the device, then asks for the device and waits;
+    the wait counts against neither of its timeouts (here longer than the worker's limit). A
+    candidate of a problem whose baseline is kept does not wait for that reference's run."""
+    import threading
+    import time
+
+    from hackscan.measure.run import Measurer, MeasureOptions
+
+    limit = 40.0
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=limit, measure="all",
+                                      measure_budget_s=0.3, prestart=1))
+    s._measurer = Measurer(s, MeasureOptions(budget_s=0.3))
+    lock = s._measurer._device_lock
+    held = False
+    cand = tmp_path / "honest.py"
+    cand.write_text(textwrap.dedent(HONEST))
+    other = tmp_path / "ref_other.py"
+    other.write_text(textwrap.dedent(REF).replace("64, 128", "48, 96"))
+    out: dict = {}
+
+    def measure(key, r):
+        out[key] = s.measure(scan_item(Item(cand, r, cand.name), Options()), cand, r).measure
+
+    try:
+        measure("first", other)    # its baseline is kept
+        assert out["first"]["status"] == "measured", out["first"]
+        lock.acquire()     # another worker's timing
+        held = True
+        t = threading.Thread(target=measure, args=("new", ref))
+        t.start()
+        end = time.monotonic() + 300
+        asked: list = []
+        while not asked and time.monotonic() < end and t.is_alive():
+            asked = list(s.work.glob("pool-*/job/_gate.json"))
+            time.sleep(0.05)
+        assert asked, "the reference's worker never asked for the device"
+        t_asked = time.monotonic()
+        job = asked[0].parent
+        assert sorted(p.name for p in job.glob("in_pool*.pt")) == [f"in_pool{k}.pt" for k in range(4)]
+        assert not (job / "result.json").exists() and t.is_alive()   # nothing timed yet
+        # a candidate of the kept problem takes its baseline now, not after the new one's run
+        t2 = threading.Thread(target=measure, args=("kept", other))
+        t2.start()
+        key = s.ref_key(other)
+        while s._measurer._users.get(key, 0) < 1 and time.monotonic() < t_asked + limit:
+            time.sleep(0.05)
+        assert s._measurer._users.get(key, 0) == 1
+        time.sleep(max(0.0, t_asked + limit + 5 - time.monotonic()))
+        assert t.is_alive() and not (job / "result.json").exists()
+        lock.release()
+        held = False
+        t.join(300)
+        t2.join(300)
+        for k in ("new", "kept"):
+            m = out[k]
+            assert m["status"] == "measured", m
+            assert m["reference_strict"]["n"] >= 10 and not m["checks"]["wrong"], m
+        assert out["new"]["phases_s"]["reference_gate_wait_s"] >= limit, out["new"]["phases_s"]
+    finally:
+        if held:
+            lock.release()
+        s.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_references_sets_drawn_on_the_gpu_are_drawn_in_its_turn(ref, tmp_path):
+    """Sets drawn on the GPU (here every set: the draw threshold set to one byte) are drawn only
+    once the reference's worker has the device: it asks before any set is on disk."""
+    import threading
+    import time
+
+    from hackscan.measure.run import Measurer, MeasureOptions
+
+    s = DynamicSession(DynamicOptions(mode="off", device="cuda", timeout_s=120, measure="all",
+                                      measure_budget_s=0.3, prestart=1))
+    s._measurer = Measurer(s, MeasureOptions(budget_s=0.3))
+    real = s._measurer._job
+    s._measurer._job = lambda *a, **k: dict(real(*a, **k), device_draw_bytes=1)
+    lock = s._measurer._device_lock
+    lock.acquire()
+    held = True
+    try:
+        cand = tmp_path / "honest.py"
+        cand.write_text(textwrap.dedent(HONEST))
+        out: dict = {}
+        t = threading.Thread(target=lambda: out.update(m=s.measure(scan_item(Item(cand, ref, cand.name), Options()),
+                                                                    cand, ref).measure))
+        t.start()
+        end = time.monotonic() + 300
+        asked: list = []
+        while not asked and time.monotonic() < end and t.is_alive():
+            asked = list(s.work.glob("pool-*/job/_gate.json"))
+            time.sleep(0.05)
+        assert asked
+        time.sleep(2)
+        assert not list(asked[0].parent.glob("in_pool*.pt"))
+        lock.release()
+        held = False
+        t.join(300)
+        assert out["m"]["status"] == "measured", out["m"]
+    finally:
+        if held:
+            lock.release()
+        s.close()
+
+
 def test_the_compiled_reference_takes_a_started_worker_too(ref, tmp_path):
     """--measure-compile: the reference under torch.compile runs in a worker of the measuring pool
     (its start outside the device lock, as the strict timing's), and is measured as before."""

@@ -870,25 +870,33 @@ class DynamicSession:
         return next((p for (kind, _gpu), p in self._pools.items() if kind == "audit"), None)
 
     def pooled_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
-                      bdir: Path | None, kind: str = "audit", lock=None) -> WorkerResult:
+                      bdir: Path | None, kind: str = "audit", lock=None, gate: bool = False) -> WorkerResult:
         """A worker for `job`: one started ahead of it where a pool of `kind` has one that fits
         and the job's build (if its source builds an extension) is done; else a fresh one. The
         worker's start happens outside `lock` (a measurement's device lock), its run inside.
+        With `gate` (a reference's timing job, never a candidate's) a started worker also
+        imports the module and draws and writes its input sets outside the lock where they are
+        drawn on the CPU (sets drawn on the GPU are drawn inside it), and asks for the lock
+        before it builds the model (worker.common._await_device).
         Either way the job's folder ends up as `d`."""
         pw = self._pooled(env, limits, kind) if self.opts.prestart > 0 and _built(job, files, bdir) else None
         staged = None
+        gated = gate and lock is not None and job.get("role") == "reference"
         if pw is not None:
             try:
-                staged = pw.stage(job, bdir)
+                staged = pw.stage(dict(job, device_gate=True) if gated else job, bdir)
             except OSError:
                 pw.close()
                 pw = None
-        with (lock if lock is not None else contextlib.nullcontext()):
-            if pw is None:
-                # a file already in the job's folder (a rewritten source) is not copied onto itself
-                own = {k: v for k, v in files.items() if Path(v).resolve() != (d / k).resolve()}
-                return run_worker(job, own, limits, self.opts.device, env, jobdir=d)
-            res = pw.run(staged[0], files, limits, env, staged[1])
+        if pw is not None and gated:
+            res = pw.run(staged[0], files, limits, env, staged[1], gate=lock)
+        else:
+            with (lock if lock is not None else contextlib.nullcontext()):
+                if pw is None:
+                    # a file already in the job's folder (a rewritten source) is not copied onto itself
+                    own = {k: v for k, v in files.items() if Path(v).resolve() != (d / k).resolve()}
+                    return run_worker(job, own, limits, self.opts.device, env, jobdir=d)
+                res = pw.run(staged[0], files, limits, env, staged[1])
         d.mkdir(parents=True, exist_ok=True)
         for entry in os.listdir(pw.jobdir):
             try:

@@ -97,22 +97,49 @@ class Prestarted:
         return job, links
 
     def run(self, job: dict, files: dict[str, Path], limits: Limits, env: dict[str, str],
-            links: dict[str, str]) -> WorkerResult:
-        """Hand the job over and wait for it under the job's timeout, counted from the hand-off."""
+            links: dict[str, str], gate=None) -> WorkerResult:
+        """Hand the job over and wait for it under the job's timeout, counted from the hand-off.
+        With `gate` (a lock; the job has `device_gate`), the worker first runs until it asks for
+        the device, then waits for the lock, which is held until it ends: the timeout counts
+        each part apart, never the wait for the lock."""
         write_job(self.jobdir, job, files)
         msg = {"env": {k: env[k] for k in JOB_VARIABLES if k in env}, "links": links, "file_bytes": limits.file_bytes}
         t0 = time.perf_counter()
+        self._say(json.dumps(msg), close=gate is None)
         try:
-            self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-            self.proc.stdin.close()
-        except (BrokenPipeError, OSError, ValueError):
-            pass   # a worker that died waiting: collect() says how it ended
-        try:
-            timed_out = finish(self.proc, self.watch, limits.timeout_s)
+            if gate is None:
+                timed_out = finish(self.proc, self.watch, limits.timeout_s)
+            else:
+                timed_out = self._gated(gate, limits.timeout_s)
         finally:
             self._close_files()
         run = Spawned(self.proc, self.engine, self.why, self.watch, timed_out)
         return collect(run, self.jobdir, limits, self.device, time.perf_counter() - t0)
+
+    def _say(self, line: str | None, close: bool) -> None:
+        try:
+            if line is not None:
+                self.proc.stdin.write((line + "\n").encode())
+                self.proc.stdin.flush()
+            if close:
+                self.proc.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass   # a worker that died waiting: collect() says how it ended
+
+    def _gated(self, gate, timeout_s: float) -> bool:
+        """Wait (watching the worker) until it asks for the device in its folder or ends; then,
+        holding `gate`, give it the word and wait for the rest under a timeout of its own. A
+        worker that ends or runs out its time before it asks never gets the device."""
+        asked = self.jobdir / "_gate.json"
+        end = time.monotonic() + timeout_s
+        while self.proc.poll() is None and not asked.exists() and time.monotonic() < end:
+            sandbox.wait_watching(self.proc, self.watch, min(0.1, max(0.0, end - time.monotonic())))
+        if self.proc.poll() is not None or not asked.exists():
+            self._say(None, close=True)
+            return finish(self.proc, self.watch, max(0.0, end - time.monotonic()))
+        with gate:
+            self._say("go", close=True)
+            return finish(self.proc, self.watch, timeout_s)
 
     def _close_files(self) -> None:
         for fh in (self._out, self._err):

@@ -54,6 +54,7 @@ class Measurer:
         self._device_lock = threading.Lock()   # one timing on the device at a time
         self._limits_cache: dict | None = None
         self._users: dict[str, int] = {}       # baseline key -> measurements using its inputs now
+        self._key_locks: dict[str, threading.Lock] = {}   # one baseline run per problem at a time
         self._last: dict[str, float] = {}
 
     # a baseline keeps its input sets on disk for the next candidate of the same problem; a run
@@ -87,16 +88,31 @@ class Measurer:
                             "min_time_s": min(o.min_time_s, o.budget_s), **extra}}
 
     def baseline(self, ref_path: Path, use: bool = False) -> Baseline:
-        """The reference's timings and input sets; `use` marks them in use until release()."""
+        """The reference's timings and input sets; `use` marks them in use until release().
+        One run per problem, however many candidates wait for it; runs of other problems, and
+        candidates of problems whose baseline is kept, go on beside it (the device lock orders
+        their timings)."""
         key = self.s.ref_key(ref_path)
         with self._lock:
-            if key not in self._baselines:
+            lock = self._key_locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._lock:
+                b = self._baselines.get(key)
+                if b is not None:
+                    return self._taken(key, b, use)
                 self._evict()
-                self._baselines[key] = self._run_baseline(ref_path, key)
-            self._last[key] = time.monotonic()
-            if use:
-                self._users[key] = self._users.get(key, 0) + 1
-            return self._baselines[key]
+            b = self._run_baseline(ref_path, key)
+            with self._lock:
+                self._baselines[key] = b
+                return self._taken(key, b, use)
+
+    def _taken(self, key: str, b: Baseline, use: bool) -> Baseline:
+        """Called with self._lock held: `b` used now (marked in use where `use`: no eviction
+        removes its folder until release())."""
+        self._last[key] = time.monotonic()
+        if use:
+            self._users[key] = self._users.get(key, 0) + 1
+        return b
 
     def release(self, ref_path: Path) -> None:
         key = self.s.ref_key(ref_path)
@@ -116,8 +132,9 @@ class Measurer:
                    visible_seeds={f"pool{k}": self.s.derive(f"measure-pool{k}") for k in range(self.opts.sets)},
                    sets_bytes_cap=self.opts.sets_bytes_cap, sets_min=min(2, self.opts.sets))
         # a started worker where the session keeps them (its start outside the device lock)
+        # ...which imports the reference and draws its sets before it asks for the device (gate)
         res = self.s.pooled_worker(job, files, self.s.worker_limits(), self.s.worker_env(), d, None, "measure",
-                                   lock=self._device_lock)
+                                   lock=self._device_lock, gate=True)
         (d / "job.json").unlink(missing_ok=True)   # the derived seeds
         if not res.ok or "measure" not in res.data:
             return Baseline(False, res.error or "the reference's measurement returned nothing", d)
@@ -268,7 +285,7 @@ def _phases(role: str, res) -> dict:
     out = {f"{role}_worker_s": round(res.wall_s, 3)}
     if isinstance(data.get("total_s"), (int, float)):
         out[f"{role}_in_worker_s"] = round(data["total_s"], 3)
-    for k in ("import_s", "prepare_s"):
+    for k in ("import_s", "prepare_s", "gate_wait_s"):
         if isinstance(data.get(k), (int, float)):
             out[f"{role}_{k}"] = round(data[k], 3)
     if isinstance(data.get("prestart"), dict):

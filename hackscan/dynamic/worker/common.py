@@ -216,3 +216,28 @@ def _infile(jobdir: str, name: str) -> str:
 
 def _tensor_bytes(torch, obj) -> int:
     return sum(t.numel() * t.element_size() for t in _leaves(torch, obj))
+
+
+_GATE = {"granted": False}
+
+
+def _await_device(jobdir: str, result: dict) -> None:
+    """Ask the auditor for the device (`_gate.json` in this worker's folder) and wait for its
+    word on stdin, once: what this process did before (import, input sets drawn on the CPU)
+    ran beside another worker's timing, what follows runs alone on the device. Only a reference
+    is ever asked to wait (hackscan.dynamic.pool.Prestarted.run): a candidate that ran before its
+    turn could disturb another's timing."""
+    if _GATE["granted"]:
+        return
+    import time
+
+    t0 = time.perf_counter()
+    tmp = os.path.join(jobdir, "_gate.tmp")
+    with open(tmp, "w") as fh:
+        fh.write("{}")
+    os.replace(tmp, os.path.join(jobdir, "_gate.json"))
+    line = sys.stdin.readline()
+    result["gate_wait_s"] = round(time.perf_counter() - t0, 3)
+    if line.strip() != "go":
+        raise RuntimeError("no turn on the device came from the auditor")
+    _GATE["granted"] = True

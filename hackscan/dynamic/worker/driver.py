@@ -9,7 +9,7 @@ import threading
 import time
 import traceback
 
-from .common import _CAST, _INPUTS, _context_lost, _emit, _infile, _load_module, _not_run, _thread_count
+from .common import _CAST, _INPUTS, _await_device, _context_lost, _emit, _infile, _load_module, _not_run, _thread_count
 from .evidence import BUILD_VARIABLES, _identities, _isolation, _state
 from .inputs import _prepare
 from .instrumentation import _count_extension_builds, _count_extension_calls, _count_graph_replays, _count_triton_launches, _disable_extensions
@@ -79,6 +79,10 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
         hidden = None    # the hidden sets, drawn once the reference's outputs on the visible sets are on disk
         if job.get("prepare"):
             hidden = _preparing(torch, result, job, lambda: _prepare(torch, mod, job, jobdir, result))
+        if job.get("device_gate"):
+            # the reference's measurement: its sets drawn and written (where they were drawn on
+            # the CPU), it waits here for its turn on the device, which it then holds until it ends
+            _await_device(jobdir, result)
         init = torch.load(_infile(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
         model = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),
                            job.get("perturb_seed") if job.get("construct_perturbed") else None, result)

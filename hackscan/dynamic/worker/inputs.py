@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from .common import _as_set, _infile, _leaves, _same_bits, _seed_all, _tree_map
+from .common import _as_set, _await_device, _infile, _leaves, _same_bits, _seed_all, _tree_map
 from .tensorfiles import _DISK, SetWriter, _save_set, host_cache_bytes
 
 
@@ -48,12 +48,18 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
         raise MemoryError(f"inputs take {total:,} bytes; {job.get('memory_factor', 8)}x that exceeds the "
                           f"{budget:,}-byte budget")
     _save_set(torch, list(get_init()), os.path.join(jobdir, "init.pt"), required=True)
-    draw = _Drawer(torch, _draw_device(torch, job, total), result)
+    dev = _draw_device(torch, job, total)
+    if dev is not None and job.get("device_gate"):
+        # drawn on the GPU: not beside another worker's timing (a measurement's reference
+        # waits for its turn here, not after its sets are written)
+        _await_device(jobdir, result)
+    draw = _Drawer(torch, dev, result)
     visible = {}
     not_written: dict = {}   # sets the disk this worker may use cannot hold (skipped, with the reason)
     seconds: dict = {}       # each set's draw, check and write: where a full-size problem's time goes
     result["hidden_sets"] = {"sources": {}, "dropped": {}, "not_written": not_written, "seconds": seconds}
     cap, least = job.get("sets_bytes_cap"), job.get("sets_min", 1)
+    from_set = job.get("variants_from")
     for i, (name, seed) in enumerate(job["visible_seeds"].items()):
         if cap and i >= least and (i + 1) * total > cap:
             # a measurement's rotating sets past its cap: a full-size problem's four 8 GiB sets
@@ -62,12 +68,15 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
             continue
         t0 = time.perf_counter()
         vals = draw(lambda seed=seed: _seeded_draw(get_inputs, seed))
-        visible[name] = vals
+        if from_set:
+            # kept for the domain the hidden sets must stay in; a measurement's sets are not
+            # (four full-size sets in host memory, where the next draw needs only its own)
+            visible[name] = vals
         why = _save_set(torch, vals, os.path.join(jobdir, f"in_{name}.pt"), required=name == "visible")
         if why:
             not_written[name] = why
         seconds[name] = round(time.perf_counter() - t0, 3)
-    from_set = job.get("variants_from")
+        vals = None
     if not from_set and not job.get("other_shapes"):
         return None
     # what the visible sets share, summarised: the visible sets need not stay in host memory

@@ -278,6 +278,8 @@ def test_a_references_timing_draws_its_sets_before_it_waits_for_the_device(ref, 
     s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=limit, measure="all",
                                       measure_budget_s=0.3, prestart=1))
     s._measurer = Measurer(s, MeasureOptions(budget_s=0.3))
+    assert not s._measurer.gate      # on a CPU the device is the CPU: no work beside a timing...
+    s._measurer.gate = True          # ...but the protocol is the GPU's, tested here
     lock = s._measurer._device_lock
     held = False
     cand = tmp_path / "honest.py"
@@ -343,6 +345,7 @@ def test_a_references_sets_drawn_on_the_gpu_are_drawn_in_its_turn(ref, tmp_path)
     s = DynamicSession(DynamicOptions(mode="off", device="cuda", timeout_s=120, measure="all",
                                       measure_budget_s=0.3, prestart=1))
     s._measurer = Measurer(s, MeasureOptions(budget_s=0.3))
+    assert s._measurer.gate
     real = s._measurer._job
     s._measurer._job = lambda *a, **k: dict(real(*a, **k), device_draw_bytes=1)
     lock = s._measurer._device_lock

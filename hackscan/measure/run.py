@@ -55,6 +55,9 @@ class Measurer:
         self._limits_cache: dict | None = None
         self._users: dict[str, int] = {}       # baseline key -> measurements using its inputs now
         self._key_locks: dict[str, threading.Lock] = {}   # one baseline run per problem at a time
+        # the reference's import and input sets before its turn on the device (pooled workers):
+        # on a GPU only. On a CPU the device is the CPU: work beside a timing is work on it
+        self.gate = session.opts.device == "cuda"
         self._last: dict[str, float] = {}
 
     # a baseline keeps its input sets on disk for the next candidate of the same problem; a run
@@ -134,7 +137,7 @@ class Measurer:
         # a started worker where the session keeps them (its start outside the device lock)
         # ...which imports the reference and draws its sets before it asks for the device (gate)
         res = self.s.pooled_worker(job, files, self.s.worker_limits(), self.s.worker_env(), d, None, "measure",
-                                   lock=self._device_lock, gate=True)
+                                   lock=self._device_lock, gate=self.gate)
         (d / "job.json").unlink(missing_ok=True)   # the derived seeds
         if not res.ok or "measure" not in res.data:
             return Baseline(False, res.error or "the reference's measurement returned nothing", d)

@@ -395,6 +395,50 @@ def test_calls_into_an_extension_built_in_forward_are_counted(refs, tmp_path):
     assert r.verdict in ("clean", "suspect"), r.reasons
 
 
+BROKEN_EXT = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+#include <torch/extension.h>
+torch::Tensor relu_broken(torch::Tensor x) {
+    return x.clamp_min(0) +;   // does not compile
+}
+"""
+
+ext = load_inline(name="relu_broken_ext", cpp_sources=SRC, functions=["relu_broken"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.relu_broken(x)
+'''
+
+
+def test_an_extension_that_does_not_build_is_an_error_with_the_compilers_words(refs, tmp_path, monkeypatch):
+    """The build beside the reference's run fails; the candidate's worker builds again and the
+    audit says what failed (never a pass, never a hack)."""
+    import shutil
+
+    import torch.utils.cpp_extension as ce
+
+    if not ce.is_ninja_available() or not shutil.which("c++"):
+        pytest.skip("no C++ toolchain to build an extension")
+    monkeypatch.setenv("HACKSCAN_CACHE", str(tmp_path / "cache"))
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=400, seed=7))
+    built = []
+    real = s.prebuild
+    s.prebuild = lambda paths, jobs=1: built.append(paths) or real(paths, jobs)
+    try:
+        r = run(s, refs, tmp_path, BROKEN_EXT)
+    finally:
+        s.close()
+    assert len(built) == 1     # beside the reference's run
+    assert r.verdict == "error" and r.dynamic["status"] == "error", (r.verdict, r.dynamic)
+    assert "relu_broken_ext" in r.dynamic["reason"] or "Error building extension" in r.dynamic["reason"], r.dynamic
+
+
 LINEAR_RELU_REF = """
 import torch
 import torch.nn as nn

@@ -24,7 +24,7 @@ from hackscan.dynamic.probe import (ALL_PROBES, VARIANTS, Observations, Outcome,
                                     probe_catalogue, same_shapes)
 from hackscan.dynamic import check_dtype, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
-from hackscan.dynamic.builds import build_dir, cache_root, triton_cache
+from hackscan.dynamic.builds import build_dir, builds_extension, cache_root, triton_cache
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
 from hackscan.dynamic.workdirs import WorkDir, sweep
 from hackscan.inputs.siblings import reference_files, sibling_sources
@@ -376,6 +376,24 @@ class DynamicSession:
             f.unlink(missing_ok=True)
         return run
 
+    def _build_beside(self, cand_path: Path):
+        """A future of the candidate's extension build (seconds, -1.0 where it failed), started
+        now in a thread of its own, where its source builds one and its keyed folder holds none;
+        else None. A build that fails is made again by the candidate's worker, which says why."""
+        if not builds_extension(cand_path):
+            return None
+        try:
+            bdir = build_dir(cand_path, self.opts.device)
+        except OSError:
+            return None
+        if _built({"source": "candidate_module.py"}, {"candidate_module.py": cand_path}, bdir):
+            return None
+        ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hackscan-build")
+        try:
+            return ex.submit(lambda: self.prebuild([cand_path], 1)[str(cand_path)])
+        finally:
+            ex.shutdown(wait=False)
+
     def prebuild(self, paths: list[Path], jobs: int = 1) -> dict[str, float]:
         """Import each candidate once in its own worker, `jobs` at a time, so that every
         extension is compiled (in parallel) into its keyed build folder before probing."""
@@ -646,8 +664,18 @@ class DynamicSession:
                                 {"status": "inconclusive", "reason": "the candidate builds a CUDA extension; no GPU here"})
         init_seed = self.derive("init")
         reused = self.has_reference(ref_path)
+        # an extension not built yet is built beside the reference's run, which needs nothing of
+        # the candidate's (a cold build took a minute on the H200, the reference's run 9 s)
+        build_f = self._build_beside(cand_path)
         self._stage("reference run (or the wait for another audit's)")
         ref = self.reference(ref_path, init_seed)
+        build_s = None
+        if build_f is not None:
+            self._stage("the candidate's extension build")
+            try:
+                build_s = round(build_f.result(), 3)
+            except Exception:  # noqa: BLE001 - the candidate's own worker builds again and says why
+                build_s = -1.0
         self._slot.refs.append(ref_path)
         if not ref.ok:
             return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
@@ -793,6 +821,9 @@ class DynamicSession:
                 "reference_slowest_sets_s": dict(sorted(ref.set_seconds.items(), key=lambda kv: -kv[1])[:4])}
                if not reused else {}),
             **({"reference_rerun": ref.rerun} if ref.rerun and not reused else {}),
+            # the extension's build beside the reference's run (-1: it failed there; the
+            # candidate's worker then built it again)
+            **({"candidate_build_beside_s": build_s} if build_s is not None else {}),
             "candidate_worker_s": round(t_main, 3), "candidate_import_s": round(res.data.get("import_s", 0.0), 3),
             "candidate_calls_s": round(res.data.get("calls_s", 0.0), 3),
             "rewritten_runs_extra_s": round(max(0.0, t_extra - t_main), 3),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import secrets
 import shutil
 import threading
@@ -56,8 +57,9 @@ class Measurer:
         self._users: dict[str, int] = {}       # baseline key -> measurements using its inputs now
         self._key_locks: dict[str, threading.Lock] = {}   # one baseline run per problem at a time
         # the reference's import and input sets before its turn on the device (pooled workers):
-        # on a GPU only. On a CPU the device is the CPU: work beside a timing is work on it
-        self.gate = session.opts.device == "cuda"
+        # on a GPU only. On a CPU the device is the CPU: work beside a timing is work on it.
+        # HACKSCAN_MEASURE_GATE=0 turns it off (the whole reference run inside the device lock)
+        self.gate = session.opts.device == "cuda" and os.environ.get("HACKSCAN_MEASURE_GATE", "1") != "0"
         self._last: dict[str, float] = {}
 
     # a baseline keeps its input sets on disk for the next candidate of the same problem; a run

@@ -519,3 +519,19 @@ def test_indices_of_tied_values_are_not_wrong_in_the_timed_loop(tmp_path):
     # indices that pick other values are still wrong
     m, _ = measure_fresh(tmp_path, TIED_TOPK_REF, TIED_TOPK_CAND.replace("x.shape[-1] - 1 - idx", "idx"))
     assert "wrong-in-timed-loop" in flags(m), m["flags"]
+
+
+def test_the_references_early_start_is_a_gpus_and_can_be_turned_off(monkeypatch):
+    """Only on a GPU does the reference import and draw before its turn (on a CPU the device is
+    the CPU); HACKSCAN_MEASURE_GATE=0 turns it off there too."""
+    import types
+
+    from hackscan.measure.run import Measurer
+
+    def gate(device):
+        return Measurer(types.SimpleNamespace(opts=types.SimpleNamespace(device=device))).gate
+
+    monkeypatch.delenv("HACKSCAN_MEASURE_GATE", raising=False)
+    assert gate("cuda") and not gate("cpu")
+    monkeypatch.setenv("HACKSCAN_MEASURE_GATE", "0")
+    assert not gate("cuda") and not gate("cpu")

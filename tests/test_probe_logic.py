@@ -968,3 +968,59 @@ def test_cuda_kernel_names_are_read_from_any_string_of_the_file():
         '"""\n'
         'ext = load_inline(name="e", cuda_sources=SRC.replace("NWG", "2"), cpp_sources="")\n')
     assert cuda_kernel_names(src) == {"row_select", "kgemm"}
+
+
+def test_the_secret_seeds_of_a_reference_run_are_its_own_problems(tmp_path, monkeypatch):
+    """A worker that could read another problem's reference job (no folder is hidden without
+    bubblewrap) learns nothing of its own problem's hidden sets: each problem's secret draws
+    have seeds of their own; the same problem's are the same. The measurement's sets too."""
+    from hackscan.dynamic import audit as audit_mod
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+    from hackscan.dynamic.runner import WorkerResult
+
+    jobs = []
+
+    def fake(job, *a, **k):
+        jobs.append(job)
+        k["jobdir"].mkdir(parents=True, exist_ok=True)
+        return WorkerResult(ok=False, error="not run", data={}, jobdir=tmp_path, wall_s=0.0, returncode=1)
+
+    monkeypatch.setattr(audit_mod, "run_worker", fake)
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", seed=11))
+    try:
+        refs = []
+        for n in (8, 16):
+            p = tmp_path / f"ref{n}.py"
+            p.write_text(f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                         f"def get_inputs():\n    return [torch.randn({n})]\n")
+            refs.append(p)
+        for p in refs:
+            s._run_reference(p, s.ref_key(p), 1)
+        s._run_reference(refs[0], s.ref_key(refs[0]), 1)
+    finally:
+        s.close()
+    secret = [(j["visible_seeds"]["visible"], j["visible_seeds"]["visible2"], j["variant_seed"], j["reinit_seed"])
+              for j in jobs]
+    assert secret[0] == secret[2] and not set(secret[0]) & set(secret[1]), secret
+
+
+def test_an_extension_is_built_beside_the_reference_only_where_the_session_folder_is_hidden(tmp_path, monkeypatch):
+    """Under the basic engine the build's worker (the candidate's import) could read its own
+    problem's reference run in flight: it is not started then."""
+    from hackscan.dynamic import sandbox
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+    monkeypatch.setenv("HACKSCAN_CACHE", str(tmp_path / "cache"))
+    cand = tmp_path / "ext.py"
+    cand.write_text("from torch.utils.cpp_extension import load_inline\n")
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", seed=11))
+    started = []
+    s.prebuild = lambda paths, jobs=1: started.append(paths) or {str(p): 0.0 for p in paths}
+    try:
+        monkeypatch.setattr(sandbox, "engine", lambda: ("basic", "chosen by the test"))
+        assert s._build_beside(cand) is None
+        monkeypatch.setattr(sandbox, "engine", lambda: ("bwrap", ""))
+        f = s._build_beside(cand)
+        assert f is not None and f.result() == 0.0 and started == [[cand]]
+    finally:
+        s.close()

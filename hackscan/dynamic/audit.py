@@ -270,12 +270,15 @@ class DynamicSession:
         job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
                "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
                "cast_dtype": self.opts.dtype,
-               "visible_seeds": {"visible": self.derive("visible"), "visible2": self.derive("visible2")},
-               "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self.derive("variants"),
+               # the secret draws' seeds are the problem's own (derived with its key): a worker of
+               # another problem that could read this job (the basic engine hides no folder)
+               # learns nothing of the sets its own problem is checked on
+               "visible_seeds": {"visible": self.derive(f"visible:{key}"), "visible2": self.derive(f"visible2:{key}")},
+               "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self.derive(f"variants:{key}"),
                "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
                "prepare_threads": prepare_threads(),
                "save_state": True,
-               "other_shapes": True, "reinit_seed": self.derive("reinit"), "perturb_seed": self.derive("perturb"),
+               "other_shapes": True, "reinit_seed": self.derive(f"reinit:{key}"), "perturb_seed": self.derive("perturb"),
                "plan": [{"op": "forward", "set": s} for s in sets]}
         # the visible inputs once more, right after the first call: a reference whose output
         # changes between two calls on the same inputs (dropout in training mode, a random
@@ -380,7 +383,11 @@ class DynamicSession:
         """A future of the candidate's extension build (seconds, -1.0 where it failed), started
         now in a thread of its own, where its source builds one and its keyed folder holds none;
         else None. A build that fails is made again by the candidate's worker, which says why."""
-        if not builds_extension(cand_path):
+        from hackscan.dynamic import sandbox
+
+        # only where the session's folder is hidden from the build's worker (bubblewrap): the
+        # candidate's import runs while its own problem's reference run has its files on disk
+        if sandbox.engine()[0] != "bwrap" or not builds_extension(cand_path):
             return None
         try:
             bdir = build_dir(cand_path, self.opts.device)

@@ -134,7 +134,7 @@ class Measurer:
         job = self._job("reference", "reference_module.py", "reference_module", "Model", "strict",
                         floor=True, calibrate=self._limits_cache is None, then=["tf32"])
         job.update(prepare=True, save_state=True, memory_budget_bytes=self.s.memory_budget(),
-                   visible_seeds={f"pool{k}": self.s.derive(f"measure-pool{k}") for k in range(self.opts.sets)},
+                   visible_seeds={f"pool{k}": self.s.derive(f"measure-pool{k}:{key}") for k in range(self.opts.sets)},
                    sets_bytes_cap=self.opts.sets_bytes_cap, sets_min=min(2, self.opts.sets))
         # a started worker where the session keeps them (its start outside the device lock)
         # ...which imports the reference and draws its sets before it asks for the device (gate)

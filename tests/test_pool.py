@@ -267,6 +267,20 @@ def test_a_measurement_takes_started_workers_without_a_profiler_warm_up(ref, tmp
         s.close()
 
 
+def _asked_for_the_device(s, t, timeout_s: float = 300):
+    """The folder of the started worker that asked the session's measurement for the device (its
+    `_gate.json`), while thread `t` measures; None where none did in time or `t` ended first."""
+    import time
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and t.is_alive():
+        asked = list(s.work.glob("pool-*/job/_gate.json"))
+        if asked:
+            return asked[0].parent
+        time.sleep(0.05)
+    return None
+
+
 def test_a_references_timing_draws_its_sets_before_it_waits_for_the_device(ref, tmp_path):
     """The reference's timing job in a started worker imports the problem and draws and writes
     its input sets while another timing holds the device, then asks for the device and waits;
@@ -301,14 +315,9 @@ def test_a_references_timing_draws_its_sets_before_it_waits_for_the_device(ref, 
         held = True
         t = threading.Thread(target=measure, args=("new", ref))
         t.start()
-        end = time.monotonic() + 300
-        asked: list = []
-        while not asked and time.monotonic() < end and t.is_alive():
-            asked = list(s.work.glob("pool-*/job/_gate.json"))
-            time.sleep(0.05)
-        assert asked, "the reference's worker never asked for the device"
+        job = _asked_for_the_device(s, t)
+        assert job is not None, "the reference's worker never asked for the device"
         t_asked = time.monotonic()
-        job = asked[0].parent
         assert sorted(p.name for p in job.glob("in_pool*.pt")) == [f"in_pool{k}.pt" for k in range(4)]
         assert not (job / "result.json").exists() and t.is_alive()   # nothing timed yet
         # a candidate of the kept problem takes its baseline now, not after the new one's run
@@ -361,14 +370,10 @@ def test_a_references_sets_drawn_on_the_gpu_are_drawn_in_its_turn(ref, tmp_path)
         t = threading.Thread(target=lambda: out.update(m=s.measure(scan_item(Item(cand, ref, cand.name), Options()),
                                                                     cand, ref).measure))
         t.start()
-        end = time.monotonic() + 300
-        asked: list = []
-        while not asked and time.monotonic() < end and t.is_alive():
-            asked = list(s.work.glob("pool-*/job/_gate.json"))
-            time.sleep(0.05)
-        assert asked
+        job = _asked_for_the_device(s, t)
+        assert job is not None
         time.sleep(2)
-        assert not list(asked[0].parent.glob("in_pool*.pt"))
+        assert not list(job.glob("in_pool*.pt"))
         lock.release()
         held = False
         t.join(300)

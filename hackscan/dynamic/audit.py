@@ -383,8 +383,6 @@ class DynamicSession:
         """A future of the candidate's extension build (seconds, -1.0 where it failed), started
         now in a thread of its own, where its source builds one and its keyed folder holds none;
         else None. A build that fails is made again by the candidate's worker, which says why."""
-        from hackscan.dynamic import sandbox
-
         # only where the session's folder is hidden from the build's worker (bubblewrap): the
         # candidate's import runs while its own problem's reference run has its files on disk
         if sandbox.engine()[0] != "bwrap" or not builds_extension(cand_path):

@@ -185,9 +185,7 @@ class Measurer:
             # start, torch's import and the device's context happen outside the device lock
             r = self.s.pooled_worker(job, files, limits, self.s.worker_env(), dm, None, "measure",
                                      lock=self._device_lock)
-            b.timings[f"reference_{mode}_worker_s"] = round(r.wall_s, 3)
-            if isinstance(r.data, dict) and isinstance(r.data.get("prestart"), dict):
-                b.timings[f"reference_{mode}_prestarted"] = True
+            b.timings.update(_phases(f"reference_{mode}", r))
             if r.ok and "measure" in r.data:
                 b.records[mode] = r.data["measure"]
             else:

@@ -34,7 +34,6 @@ def prestart(device: str, profile: bool = True, meta: bool = False) -> dict:
         _warm_meta(torch, info)
         info["meta_s"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
-    t0 = time.perf_counter()
     if not profile:
         return _ready(info)
     try:

@@ -344,6 +344,67 @@ def test_a_references_timing_draws_its_sets_before_it_waits_for_the_device(ref, 
         s.close()
 
 
+def test_the_compiled_reference_compiles_before_it_waits_for_the_device(ref, tmp_path):
+    """torch.compile's compilation (CPU work of seconds to minutes per problem) happens in the
+    compiled reference's started worker before it asks for the device: while another timing
+    holds the device lock the worker compiles and asks; it is timed once given the lock, and
+    its wait is in neither of its timeouts."""
+    import shutil
+    import threading
+    import time
+
+    from hackscan.measure.run import Measurer, MeasureOptions
+
+    if not shutil.which("c++"):
+        pytest.skip("torch.compile on a CPU needs a C++ compiler")
+    s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=300, measure="all",
+                                      measure_budget_s=0.3, measure_compile=True, prestart=2))
+    s._measurer = Measurer(s, MeasureOptions(budget_s=0.3, compile_baseline=True))
+    s._measurer.gate = True          # the GPU's protocol, tested on the CPU
+    lock = s._measurer._device_lock
+    cand = tmp_path / "honest.py"
+    cand.write_text(textwrap.dedent(HONEST))
+    out: dict = {}
+
+    def measure():
+        out["m"] = s.measure(scan_item(Item(cand, ref, cand.name), Options()), cand, ref).measure
+
+    lock.acquire()   # another worker's timing
+    held = True
+    try:
+        t = threading.Thread(target=measure)
+        t.start()
+        first = _asked_for_the_device(s, t)      # the strict (and TF32) reference's worker
+        assert first is not None, "the strict reference's worker never asked for the device"
+        lock.release()
+        held = False
+        end = time.monotonic() + 120
+        while not lock.locked() and time.monotonic() < end:   # it takes the device...
+            time.sleep(0.01)
+        lock.acquire()                                        # ...and the next timing is another's again
+        held = True
+        second = None
+        end = time.monotonic() + 300
+        while second is None and time.monotonic() < end and t.is_alive():
+            second = next((p.parent for p in s.work.glob("pool-*/job/_gate.json") if p.parent != first), None)
+            time.sleep(0.05)
+        assert second is not None, "the compiled reference's worker never asked for the device"
+        assert not (second / "result.json").exists()
+        time.sleep(2.0)
+        lock.release()
+        held = False
+        t.join(300)
+        m = out["m"]
+        assert m["status"] == "measured", m
+        assert m["reference_compiled"]["n"] >= 10 and m["speedup"]["vs_compiled"] > 0, m.get("reference_compiled")
+        ph = m["phases_s"]
+        assert ph["reference_compiled_compile_s"] > 0 and ph["reference_compiled_gate_wait_s"] >= 2.0, ph
+    finally:
+        if held:
+            lock.release()
+        s.close()
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_a_references_sets_drawn_on_the_gpu_are_drawn_in_its_turn(ref, tmp_path):

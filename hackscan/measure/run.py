@@ -183,8 +183,10 @@ class Measurer:
             limits.read_only = (str(d / "shared"),)
             # a started worker where the session keeps them, as the strict timing's: its process
             # start, torch's import and the device's context happen outside the device lock
+            # the compiled one compiles before it asks for the device (`gate`): inductor's
+            # compilation is CPU work of seconds to minutes that would otherwise hold the lock
             r = self.s.pooled_worker(job, files, limits, self.s.worker_env(), dm, None, "measure",
-                                     lock=self._device_lock)
+                                     lock=self._device_lock, gate=self.gate and mode == "compiled")
             b.timings.update(_phases(f"reference_{mode}", r))
             if r.ok and "measure" in r.data:
                 b.records[mode] = r.data["measure"]
@@ -293,6 +295,9 @@ def _phases(role: str, res) -> dict:
             out[f"{role}_{k}"] = round(data[k], 3)
     if isinstance(data.get("prestart"), dict):
         out[f"{role}_prestarted"] = True
+    meas = data.get("measure") if isinstance(data.get("measure"), dict) else {}
+    if isinstance(meas.get("compile_s"), (int, float)):   # torch.compile's first call (a compiled reference)
+        out[f"{role}_compile_s"] = meas["compile_s"]
     return out
 
 

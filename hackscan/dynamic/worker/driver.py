@@ -79,9 +79,10 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
         hidden = None    # the hidden sets, drawn once the reference's outputs on the visible sets are on disk
         if job.get("prepare"):
             hidden = _preparing(torch, result, job, lambda: _prepare(torch, mod, job, jobdir, result))
-        if job.get("device_gate"):
+        if job.get("device_gate") and not (job.get("measure") or {}).get("compile"):
             # the reference's measurement: its sets drawn and written (where they were drawn on
             # the CPU), it waits here for its turn on the device, which it then holds until it ends
+            # (a compiled reference waits after its compilation: worker.measurement._measure)
             _await_device(jobdir, result)
         init = torch.load(_infile(jobdir, job["init_file"]), weights_only=True) if job.get("init_file") else []
         model = _construct(torch, entry, init, job["init_seed"], device, job.get("eval", False),

@@ -41,6 +41,11 @@ def test_the_table_from_an_audit_document(tmp_path, cli):
     # the hacked kernel's 4x is counted apart from the clean ones
     assert math.isclose(t["clean"]["geomean_fair"], _gm(fair[:3]))
     assert t["not_clean"]["measured"] == 1 and t["not_clean"]["share_flagged"] == 1.0
+    # torch.compile's baseline covers 3 of the 4: its geomean and share over those, and their count
+    comp = [s["measure"]["speedup"]["vs_compiled"] for s in SUBS if s["measure"]["speedup"]["vs_compiled"]]
+    assert t["all"]["with_compiled"] == 3 and math.isclose(t["all"]["geomean_vs_compiled"], _gm(comp))
+    assert t["all"]["share_faster_than_compiled"] == sum(c > 1 for c in comp) / 3
+    assert t["not_clean"]["with_compiled"] == 0 and t["not_clean"]["share_faster_than_compiled"] is None
     assert set(t["groups"]["level"]) == {"1", "2", "?"} and t["groups"]["level"]["1"]["measured"] == 2
     assert set(t["groups"]["source"]) == {"lb", "kbc"}
     text = cli("report", str(doc)).stdout

@@ -14,7 +14,10 @@ an audit run of the same code.
    CPU priority, while the items that build nothing (and then those already built) are measured:
    a call that measures for nine minutes never spends them all on nvcc. `clean` items come first.
 3. Each is measured alone on the device (`DynamicSession.measure`, every verdict: the report puts
-   `clean` kernels apart from the rest), one after the other, and its record appended to
+   `clean` kernels apart from the rest), one timing at a time (`--concurrent K` keeps K
+   measurements in flight: with `--prestart`, each one's preparation before its turn, the
+   reference's import, CPU-drawn sets and torch.compile's compilation, runs beside another's
+   timing), and its record appended to
    `<state>/measure.jsonl` and `<out>/measure.jsonl` as soon as it is done: the audit record with
    the `measure` section, so a call cut off keeps what it finished and the next call with the
    same --state goes on.
@@ -150,6 +153,7 @@ def run(args) -> int:
             "torch": torch.__version__, "cuda": torch.version.cuda, "audits": Path(args.audits).name,
             "command": "python bench/realworld_measure.py " + " ".join(sys.argv[1:]),
             "measure_budget_s": args.measure_budget, "compile_baseline": args.compile, "prestart": args.prestart,
+            "concurrent": args.concurrent,
             "already_done": len(done), "to_run": len(ids),
             # where the session's folder goes: two calls died of a full disk (input sets of 8 GB)
             "disk_free_gb": round(shutil.disk_usage(tempfile.gettempdir()).free / 2**30, 1)}
@@ -162,38 +166,13 @@ def run(args) -> int:
     paths = {i: (root / "items" / i / "candidate.py", root / "items" / i / "reference.py") for i in ids}
     builds = start_builds(session, ids, paths, args) if args.device == "cuda" else {}
     pending = list(ids)
-    while pending:
-        if time.perf_counter() - t_start > args.budget:
-            print(f"budget spent: {len(pending)} items left for the next call", flush=True)
-            break
-        i = next_ready(pending, builds, args.hard - (time.perf_counter() - t_start))
-        if i is None:
-            print("hard limit: no build finished in time", flush=True)
-            break
-        pending.remove(i)
-        t0 = time.perf_counter()
-        cand, ref = paths[i]
-        rec = dict(audits[i])
-        row = rows[i]
-        rec.update(id=i, label=row.get("label"), slice=row.get("slice"), problem=row.get("problem"),
-                   source=i.split("-", 1)[0])
-        busy = sum(1 for f in builds.values() if f.running())
-        if i in builds and not built(builds[i]):
-            # its timed worker would only build again, and fail again, inside a measurement
-            m = {"status": "error", "reason": "the candidate's extension did not build (or its import failed)"}
-        else:
-            # the measurement alone on the device: a worker that outlives the hard limit is not waited for
-            ex = ThreadPoolExecutor(max_workers=1)
-            fut = ex.submit(session.measure, result_of(rec), cand, ref)
-            ex.shutdown(wait=False)
-            left = args.hard - (time.perf_counter() - t_start)
-            try:
-                m = fut.result(timeout=max(1.0, left)).measure
-            except TimeoutError:
-                print(f"hard limit: {i} abandoned while measured", flush=True)
-                break
-            except Exception as e:  # noqa: BLE001 - one item's failure never stops the run
-                m = {"status": "error", "reason": f"{type(e).__name__}: {e}"[:500]}
+    # `--concurrent K` measurements in flight: their timings still one at a time (the session's
+    # device lock); what each does before its turn (a started worker's start, the reference's
+    # import, its CPU-drawn sets, torch.compile's compilation) runs beside another's timing
+    ex = ThreadPoolExecutor(max_workers=max(1, args.concurrent))
+    inflight: dict = {}   # future -> (item, record, start, builds beside)
+
+    def finish(i, rec, t0, busy, m) -> None:
         rec["measure"] = m
         rec["measure_wall_s"] = round(time.perf_counter() - t0, 1)
         # extension builds (nvcc, at a lower CPU priority) that ran beside this item's timings
@@ -207,8 +186,58 @@ def run(args) -> int:
         ph = (m or {}).get("phases_s") or {}
         parts = ", ".join(f"{k.removesuffix('_worker_s')} {v}s" for k, v in ph.items() if k.endswith("_worker_s"))
         print(f"[{time.perf_counter() - t_start:6.1f}s] {i} {rec.get('verdict')}: {m.get('status')} "
-              f"fair {sp.get('fair')} claimed {sp.get('naive') or sp.get('vs_strict')} ({rec['measure_wall_s']}s, "
+              f"fair {sp.get('fair')} claimed {sp.get('naive') or sp.get('vs_strict')} "
+              f"compiled {sp.get('vs_compiled')} ({rec['measure_wall_s']}s, "
               f"{busy} builds beside{'; ' + parts if parts else ''})", flush=True)
+
+    def collect(timeout: float) -> None:
+        done, _ = wait(list(inflight), timeout=max(0.0, timeout), return_when=FIRST_COMPLETED)
+        for fut in done:
+            i, rec, t0, busy = inflight.pop(fut)
+            try:
+                m = fut.result().measure
+            except Exception as e:  # noqa: BLE001 - one item's failure never stops the run
+                m = {"status": "error", "reason": f"{type(e).__name__}: {e}"[:500]}
+            finish(i, rec, t0, busy, m)
+
+    stop = None
+    while pending or inflight:
+        left = args.hard - (time.perf_counter() - t_start)
+        if left <= 0:
+            stop = f"hard limit: {len(inflight)} abandoned while measured"
+            break
+        if pending and time.perf_counter() - t_start > args.budget:
+            print(f"budget spent: {len(pending)} items left for the next call", flush=True)
+            pending = []
+        if not pending or len(inflight) >= max(1, args.concurrent):
+            collect(left)
+            continue
+        # an item whose build is done (or builds nothing); with measurements in flight, only
+        # one already ready, else the next to finish (a measurement or a build)
+        i = next_ready(pending, builds, 0.0 if inflight else left)
+        if i is None:
+            if inflight:
+                collect(1.0)
+                continue
+            stop = "hard limit: no build finished in time"
+            break
+        pending.remove(i)
+        t0 = time.perf_counter()
+        cand, ref = paths[i]
+        rec = dict(audits[i])
+        row = rows[i]
+        rec.update(id=i, label=row.get("label"), slice=row.get("slice"), problem=row.get("problem"),
+                   source=i.split("-", 1)[0])
+        busy = sum(1 for f in builds.values() if f.running())
+        if i in builds and not built(builds[i]):
+            # its timed worker would only build again, and fail again, inside a measurement
+            finish(i, rec, t0, busy, {"status": "error",
+                                      "reason": "the candidate's extension did not build (or its import failed)"})
+            continue
+        inflight[ex.submit(session.measure, result_of(rec), cand, ref)] = (i, rec, t0, busy)
+    if stop:
+        print(stop + (": " + " ".join(v[0] for v in inflight.values()) if inflight else ""), flush=True)
+    ex.shutdown(wait=False)   # a worker that outlives the hard limit is not waited for
     write_report(out / "measure.jsonl", out)
     print(f"finished {time.perf_counter() - t_start:.1f}s", flush=True)
     sys.stdout.flush()
@@ -237,6 +266,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated item ids")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=8, help="builds at a time")
+    ap.add_argument("--concurrent", type=int, default=1,
+                    help="measurements in flight (timings one at a time; each one's preparation, "
+                         "with --prestart, beside another's timing)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--timeout", type=float, default=300.0, help="per worker")
     ap.add_argument("--measure-budget", type=float, default=5.0, help="each timed loop's seconds")

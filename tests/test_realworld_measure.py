@@ -140,9 +140,12 @@ def test_a_cut_short_run_has_measured_a_sample_of_every_source():
 
 PIPELINE = r"""
 import sys, time, types
+import threading
 import hackscan.dynamic.audit as audit
 
 log = []
+LOCK = threading.Lock()
+FLIGHT = [0, 0]   # measurements in flight now, at most
 
 class FakeSession:
     def __init__(self, opts):
@@ -157,8 +160,16 @@ class FakeSession:
         return {str(paths[0]): -1.0 if "broken" in paths[0].read_text() else 1.5}
 
     def measure(self, result, cand, ref):
-        log.append(("measured", cand.parent.name))
-        return types.SimpleNamespace(measure={"status": "measured", "speedup": {"fair": 1.0}})
+        import os, threading
+        with LOCK:
+            FLIGHT[0] += 1
+            FLIGHT[1] = max(FLIGHT[1], FLIGHT[0])
+        time.sleep(float(os.environ.get("FAKE_MEASURE_S", "0")))
+        with LOCK:
+            FLIGHT[0] -= 1
+            log.append(("measured", cand.parent.name))
+        return types.SimpleNamespace(measure={"status": "measured", "speedup": {"fair": 1.0},
+                                              "in_flight_max": FLIGHT[1]})
 
 audit.DynamicSession = FakeSession
 sys.path.insert(0, sys.argv[1])
@@ -217,3 +228,23 @@ def test_a_runs_summary_says_where_its_time_went():
     assert got["item_s"] == 300 and got["build_s"] == 60 and got["builds"] == 1
     assert got["build_share"] == 0.2 and got["slowest_10_share"] == round(190 / 300, 3)
     assert got["at_10_at_a_time_s"] == 30 and got["builds_cached_at_10_at_a_time_s"] == 24
+
+
+@pytest.mark.dynamic
+def test_measurements_in_flight_are_as_many_as_concurrent_asks(tmp_path):
+    """--concurrent K: up to K measurements in flight (the session's device lock orders their
+    timings); the default keeps one; every item is recorded once either way."""
+    import os
+
+    root, audits = _set(tmp_path)
+    env = dict(os.environ, FAKE_MEASURE_S="1.5")
+    for k, want in (("1", 1), ("2", 2)):
+        out = tmp_path / f"out{k}"
+        p = subprocess.run([sys.executable, "-c", PIPELINE, str(ROOT / "bench"), "--set", str(root), "--audits",
+                            str(audits), "--state", str(tmp_path / f"st{k}"), "--out", str(out), "--device", "cpu",
+                            "--only", "l1p1-aa,l1p1-bb", "--concurrent", k], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=600, env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+        recs = [json.loads(x) for x in (out / "measure.jsonl").read_text().splitlines()]
+        assert sorted(r["id"] for r in recs) == ["l1p1-aa", "l1p1-bb"], recs
+        assert max(r["measure"]["in_flight_max"] for r in recs) == want, recs

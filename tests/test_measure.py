@@ -174,6 +174,35 @@ def test_memory_held_between_calls_counts_with_the_calls_peak():
     assert old["memory"]["ratio"] == 0 and old["memory"]["basis"] == "the call's peak"
 
 
+def test_memory_outside_the_allocator_is_flagged_where_read_and_said_unread_where_not():
+    took = rec(1.0, memory=2 << 20)
+    took["memory"].update(outside_allocator=64 << 20, outside_source="cudaMemGetInfo")
+    assert "memory-outside-allocator" in flags(assess(took, rec(1.0, memory=2 << 20)))
+    # without a per-process reading, with other workers on the device, nothing is read: no flag,
+    # and the record says why
+    shared = rec(1.0, memory=2 << 20)
+    del shared["memory"]["outside_allocator"]
+    shared["memory"].update(outside_source=None, outside_unread="no per-process reading, and other workers share")
+    out = assess(shared, rec(1.0, memory=2 << 20))
+    assert "memory-outside-allocator" not in flags(out)
+    assert out["memory"]["outside_allocator_unread"].startswith("no per-process reading")
+
+
+def test_a_measurement_job_says_whether_other_workers_share_the_device():
+    """With started workers (a CUDA context each, references preparing before their turn) the
+    device's free memory is not this call's alone: the job tells its worker so."""
+    import types
+
+    from hackscan.measure.run import Measurer
+
+    def job(prestart):
+        s = types.SimpleNamespace(opts=types.SimpleNamespace(device="cuda", dtype=None, prestart=prestart),
+                                  derive=lambda label: 1)
+        return Measurer(s)._job("reference", "r.py", "r", "Model", "strict")["measure"]["device_shared"]
+
+    assert job(2) is True and job(0) is False
+
+
 def test_time_below_the_physical_floor_is_flagged():
     limits = {"bandwidth_bytes_s": 4.0e12, "peak_flops_s": 8.0e14}
     # 4 GB must move: at least 1 ms on this device

@@ -103,6 +103,8 @@ def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | 
                          "reference_reserved_bytes": rm["peak_reserved"],
                          "candidate_outside_allocator_bytes": cm.get("outside_allocator", 0),
                          "outside_allocator_source": cm.get("outside_source")}
+        if cm.get("outside_unread"):
+            out["memory"]["outside_allocator_unread"] = cm["outside_unread"]
         if ratio is not None and ratio > MEMORY_SLACK:
             what = "held between calls plus the call's peak" if held else "above the same baseline"
             flags.append({"flag": "memory-regression",

@@ -90,6 +90,8 @@ class Measurer:
                 "init_seed": self.s.derive("init"), "init_file": "init.pt", "plan": [],
                 "measure": {"mode": mode, "budget_s": o.budget_s, "rel": o.rel, "min_reps": o.min_reps,
                             "max_reps": o.max_reps, "check_every": o.check_every,
+                            # started workers (a CUDA context each) and the early start run beside timings
+                            "device_shared": self.s.opts.prestart > 0,
                             "min_time_s": min(o.min_time_s, o.budget_s), **extra}}
 
     def baseline(self, ref_path: Path, use: bool = False) -> Baseline:

@@ -287,6 +287,12 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
             rec["memory"]["tampered"] = tampered
         if used0 is not None and used1 is not None:  # this process's device memory, as the driver counts it
             rec["memory"].update(outside_allocator=max(0, (used1 - used0) - grown), outside_source="nvml")
+        elif m.get("device_shared"):
+            # the device's free memory counts every process on it: with workers started beside
+            # the timings (a CUDA context each) or a reference compiling before its turn, their
+            # memory would be read as this call's, so nothing is read
+            rec["memory"].update(outside_source=None, nvml=nvml.why,
+                                 outside_unread="no per-process reading, and other workers share the device")
         else:  # the whole device's free memory: valid because measurements run one at a time
             rec["memory"].update(outside_allocator=max(0, (free0 - free1) - grown), outside_source="cudaMemGetInfo",
                                  nvml=nvml.why)

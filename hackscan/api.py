@@ -72,8 +72,9 @@ def audit_many(pairs: Iterable[tuple[str | Path, str | Path | None]], *, dynamic
                measure_budget_s: float = 10.0, jobs: int = 1, dtype: str | None = None) -> Iterator[SubmissionResult]:
     """`audit` over (candidate, reference) pairs (paths or source text), yielding results in input
     order. One `hackscan.Session` serves them all: each problem's reference runs once, `jobs`
-    candidates are audited at a time, and measurement (if asked) runs one candidate at a time
-    after the audits."""
+    candidates are audited at a time, and measurement (if asked) runs after the audits, one
+    timing at a time (with started workers, `HACKSCAN_PRESTART`, up to three measurements in
+    flight, each one's preparation beside another's timing)."""
     from hackscan.session import Session
 
     with Session(dynamic=dynamic, device=device, policy=policy, entry=entry, timeout_s=timeout_s, seed=seed,

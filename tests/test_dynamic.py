@@ -569,6 +569,42 @@ def test_one_audit_per_gpu_at_a_time(monkeypatch, tmp_path):
     s.close()
 
 
+def test_a_batchs_measurements_are_in_flight_a_few_at_a_time_only_with_started_workers(tmp_path, monkeypatch):
+    """audit_many with measurement: every audit first; then, with started workers, up to three
+    measurements in flight (the measurer's device lock keeps timings one at a time), results in
+    input order, one that raises an error of its own; without started workers one at a time."""
+    import threading
+    import time as _time
+    from dataclasses import replace as _replace
+
+    from hackscan.dynamic import audit as audit_mod
+    from hackscan.findings import SubmissionResult
+
+    base = SubmissionResult(path="x.py", verdict="clean", reasons=(), hack_types=(), findings=())
+    for prestart, jobs, want in ((2, 4, audit_mod.MEASURE_IN_FLIGHT), (2, 2, 2), (0, 4, 1)):
+        s = DynamicSession(DynamicOptions(mode="off", device="cpu", measure="all", prestart=prestart))
+        flight, lock = [0, 0], threading.Lock()
+
+        def fake_measure(result, cand, ref, flight=flight, lock=lock):
+            with lock:
+                flight[0] += 1
+                flight[1] = max(flight[1], flight[0])
+            _time.sleep(0.3)
+            with lock:
+                flight[0] -= 1
+            if result.path == "c3.py":
+                raise RuntimeError("its own failure")
+            return _replace(result, measure={"status": "measured"})
+
+        monkeypatch.setattr(s, "measure", fake_measure)
+        out = list(s.audit_many([(_replace(base, path=f"c{i}.py"), tmp_path, tmp_path) for i in range(7)], jobs=jobs))
+        s.close()
+        assert [r.path for r in out] == [f"c{i}.py" for i in range(7)]
+        assert out[3].measure["status"] == "error" and "its own failure" in out[3].measure["reason"]
+        assert all(r.measure["status"] == "measured" for k, r in enumerate(out) if k != 3)
+        assert flight[1] == want, (prestart, jobs, flight)
+
+
 WATCHED = """
 import torch
 import torch.nn as nn

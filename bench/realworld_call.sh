@@ -47,6 +47,7 @@ PY
 )
 FIRST_M=$(python3 - "$PREV" "$AUDITS" <<'PY'
 import json, sys
+from hackscan.measure.assess import VOIDING_FLAGS
 prev, voided = set(), []
 for line in open(sys.argv[1]):
     r = json.loads(line)
@@ -54,13 +55,13 @@ for line in open(sys.argv[1]):
         continue
     prev.add(r["id"])
     flags = [f.get("flag") if isinstance(f, dict) else f for f in (r.get("measure") or {}).get("flags") or []]
-    if any(f not in ("memory-regression", "degenerate-problem") for f in flags):
+    if any(f in VOIDING_FLAGS for f in flags):
         voided.append(r["id"])
 clean = [r["id"] for r in map(json.loads, open(sys.argv[2])) if r.get("verdict") == "clean"
          and r.get("label") != "hack" and r["id"] not in prev]
 print(",".join(voided + clean))
 PY
-)
+) || { echo "the ids to measure first could not be read (hackscan importable?)" >> "$OUT/gpu.txt"; exit 1; }
 echo "model-class items: $(echo "$MODEL_IDS" | tr , "\n" | grep -c .); measured first: $FIRST_M" >> "$OUT/gpu.txt"
 T=$((RA_END - SECONDS))
 if test "$RA_END" -gt 0 && test $T -gt 60; then

@@ -213,11 +213,12 @@ def run(args) -> int:
             collect(left)
             continue
         # an item whose build is done (or builds nothing); with measurements in flight, only
-        # one already ready, else the next to finish (a measurement or a build)
+        # one already ready, else whichever finishes first: a measurement or a build
         i = next_ready(pending, builds, 0.0 if inflight else left)
         if i is None:
             if inflight:
-                collect(1.0)
+                wait([*inflight, *(builds[p] for p in pending)], timeout=left, return_when=FIRST_COMPLETED)
+                collect(0.0)
                 continue
             stop = "hard limit: no build finished in time"
             break

@@ -49,6 +49,11 @@ def side_stream_gap(rec: dict) -> tuple[float, float] | None:
     return max(0.0, t["median_ms"] - t["event_median_ms"] - own_gap), t["median_ms"]
 
 
+# flags that void a speedup (the measurement's record says `counted: false`)
+VOIDING_FLAGS = ("below-physical-floor", "side-stream-evasion", "repeat-only-speed", "timers-rebound",
+                 "unfinished-at-return", "wrong-in-timed-loop")
+
+
 def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | None = None,
            limits: dict | None = None, checks_ok: bool | None = None, checks_detail: str = "",
            hardware: str = "", device: str = "") -> dict:
@@ -193,7 +198,5 @@ def assess(cand: dict, strict: dict, tf32: dict | None = None, compiled: dict | 
                                 "outputs still being written"})
     if checks_ok is False:
         flags.append({"flag": "wrong-in-timed-loop", "detail": checks_detail})
-    out["counted"] = not any(f["flag"] in ("below-physical-floor", "side-stream-evasion", "repeat-only-speed",
-                                           "timers-rebound", "unfinished-at-return", "wrong-in-timed-loop")
-                             for f in flags)
+    out["counted"] = not any(f["flag"] in VOIDING_FLAGS for f in flags)
     return out

@@ -224,8 +224,8 @@ def aggregate(rows: list[Row], group_by: tuple[str, ...] = ("level", "source")) 
 COLUMNS = (("kernels", "kernels", "d"), ("measured", "measured", "d"), ("geomean_claimed_of_measured", "claimed", "x"),
            ("geomean_fair", "fair", "x"), ("with_compiled", "with compile", "d"),
            ("geomean_vs_compiled", "vs compile", "x"),
-           ("share_faster_than_tf32", "> TF32 PyTorch", "%"), ("share_faster_than_compiled", "> compile", "%"), ("share_more_memory", "more memory", "%"),
-           ("share_flagged", "flagged", "%"))
+           ("share_faster_than_tf32", "> TF32 PyTorch", "%"), ("share_faster_than_compiled", "> compile", "%"),
+           ("share_more_memory", "more memory", "%"), ("share_flagged", "flagged", "%"))
 
 
 def _cell(v, kind: str) -> str:

@@ -119,3 +119,30 @@ def test_unreadable_input_is_a_clear_error(tmp_path, cli):
     assert r.returncode == 2 and "no such file" in r.stderr
     r = cli("report", str(bad), "--group-by", "model")
     assert r.returncode == 2 and "--group-by" in r.stderr
+
+
+def test_a_kernel_measured_again_counts_once_as_its_last_record(tmp_path, cli):
+    first, again = tmp_path / "run.jsonl", tmp_path / "remeasure.jsonl"
+    first.write_text("".join(json.dumps(s) + "\n" for s in SUBS))
+    redone = _sub("lb-l1p2-b", "clean", 1.25, 1.7, mem=0.9, compiled=1.1)
+    again.write_text(json.dumps(redone) + "\n")
+    rows, notes = load([first, again])
+    assert sorted(r.id for r in rows) == sorted(s["id"] for s in SUBS)
+    assert next(r for r in rows if r.id == "lb-l1p2-b").fair == 1.25
+    assert any("replaced by their last record" in n for n in notes)
+    t = json.loads(cli("report", str(first), str(again), "--format", "json").stdout)["table"]
+    assert t["all"]["measured"] == len(SUBS)
+    assert math.isclose(t["clean"]["geomean_fair"], _gm([2.0, 1.25, 1.0]))
+    # the order given decides: the first run named last wins
+    rows, _ = load([again, first])
+    assert next(r for r in rows if r.id == "lb-l1p2-b").fair == 0.5
+
+
+def test_the_same_problem_of_two_kernelbench_runs_is_two_kernels(tmp_path):
+    for run in ("run_a", "run_b"):
+        d = tmp_path / "level1" / run
+        d.mkdir(parents=True)
+        (d / "eval_results.json").write_text(json.dumps(
+            {"1": [{"sample_id": 0, "compiled": True, "correctness": True, "runtime": 1.0, "ref_runtime": 2.0}]}))
+    rows, notes = load([tmp_path / "level1" / "run_a", tmp_path / "level1" / "run_b"])
+    assert len(rows) == 2 and not any("replaced" in n for n in notes)

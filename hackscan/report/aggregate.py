@@ -125,7 +125,22 @@ def _iter_json_rows(doc) -> Iterator[dict]:
 
 def load(paths: Iterable[str | Path]) -> tuple[list[Row], list[str]]:
     """Rows from every file (a folder: its eval_results.json, or its .json/.jsonl files), and a
-    note for each line or file skipped."""
+    note for each line or file skipped. A kernel met more than once (the same id, level and
+    source: a re-measurement given after the first run, a resumed run's second file) is counted
+    once, as its last record; a note says how many were replaced."""
+    rows, notes = _load_all(paths)
+    last: dict[tuple[str, str, str], int] = {}
+    for i, r in enumerate(rows):
+        if r.id != "?":
+            last[(r.id, r.level, r.source)] = i
+    keep = [r for i, r in enumerate(rows) if r.id == "?" or last[(r.id, r.level, r.source)] == i]
+    if len(keep) < len(rows):
+        notes.append(f"{len(rows) - len(keep)} record(s) of kernels met again later were replaced by their "
+                     "last record (files are read in the order given)")
+    return keep, notes
+
+
+def _load_all(paths: Iterable[str | Path]) -> tuple[list[Row], list[str]]:
     rows: list[Row] = []
     notes: list[str] = []
     files: list[Path] = []

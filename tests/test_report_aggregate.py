@@ -146,3 +146,25 @@ def test_the_same_problem_of_two_kernelbench_runs_is_two_kernels(tmp_path):
             {"1": [{"sample_id": 0, "compiled": True, "correctness": True, "runtime": 1.0, "ref_runtime": 2.0}]}))
     rows, notes = load([tmp_path / "level1" / "run_a", tmp_path / "level1" / "run_b"])
     assert len(rows) == 2 and not any("replaced" in n for n in notes)
+
+
+def test_each_kernel_says_how_close_it_comes_to_the_physical_floor(tmp_path, cli):
+    near = _sub("lb-l1p5-e", "clean", 1.1, 1.2)
+    near["measure"]["candidate"] = {"median_ms": 0.5}
+    near["measure"]["floor"] = {"seconds": 2e-4, "bound": "memory"}
+    far = _sub("lb-l1p6-f", "clean", 0.9, 1.0)
+    far["measure"]["candidate"] = {"median_ms": 8.0}
+    far["measure"]["floor"] = {"seconds": 1e-4, "bound": "compute"}
+    doc = tmp_path / "audit.json"
+    doc.write_text(json.dumps({"submissions": [near, far, SUBS[0]]}))
+    rows, _ = load([doc])
+    by = {r.id: r for r in rows}
+    assert math.isclose(by["lb-l1p5-e"].floor_share, 0.4) and by["lb-l1p5-e"].floor_bound == "memory"
+    assert math.isclose(by["lb-l1p6-f"].floor_share, 0.0125) and by["lb-l1p6-f"].floor_bound == "compute"
+    assert by["lb-l1p1-a"].floor_share is None       # no floor recorded: none invented
+    kernels = {k["id"]: k for k in json.loads(cli("report", str(doc), "--format", "json").stdout)["kernels"]}
+    assert math.isclose(kernels["lb-l1p5-e"]["floor_share"], 0.4)
+    out = tmp_path / "r.html"
+    assert cli("report", str(doc), "--format", "html", "--out", str(out)).returncode == 0
+    html = out.read_text()
+    assert "<th>of floor</th>" in html and "40% (memory)" in html and "1% (compute)" in html

@@ -48,6 +48,8 @@ class Row:
     counted: bool | None = None
     flags: list[str] = field(default_factory=list)
     correct: bool | None = None       # what KernelBench said, for its own files
+    floor_share: float | None = None  # the physical floor's time over the candidate's fair median
+    floor_bound: str | None = None    # what bounds that floor: memory or compute
 
 
 def _num(x, zero: bool = False) -> float | None:
@@ -94,13 +96,17 @@ def row_from_submission(d: dict) -> Row:
     kbc = d.get("kernelbench_claim") or {}
     if claimed is None:
         claimed = _num(kbc.get("speedup"))
+    fl, cand = m.get("floor") or {}, m.get("candidate") or {}
+    fl_s, med_ms = _num(fl.get("seconds")), _num(cand.get("median_ms"))
+    floor_share = fl_s / (med_ms / 1e3) if fl_s and med_ms else None
     return Row(id=ident, verdict=d.get("verdict"), level=str(d.get("level") or suite_level(ident, path, d.get("problem"))),
                source=str(d.get("source") or source_of(str(d.get("id") or ""), path)),
                claimed=claimed, fair=_num(sp.get("fair")), vs_strict=_num(sp.get("vs_strict")),
                vs_compiled=_num(sp.get("vs_compiled")), memory_ratio=_num((m.get("memory") or {}).get("ratio"), zero=True),
                counted=m.get("counted") if m else None,
                flags=[f.get("flag", "?") for f in m.get("flags", []) if isinstance(f, dict)],
-               correct=kbc.get("correctness") if kbc else None)
+               correct=kbc.get("correctness") if kbc else None, floor_share=floor_share,
+               floor_bound=fl.get("bound") if floor_share is not None else None)
 
 
 def rows_from_eval_results(path: Path, level: str | None = None) -> list[Row]:
@@ -249,6 +255,14 @@ def _cell(v, kind: str) -> str:
     return f"{v:d}" if kind == "d" else f"{v:.2f}x" if kind == "x" else f"{100 * v:.0f}%"
 
 
+def _floor_cell(r: Row) -> str:
+    """The share of the physical floor the candidate reaches (floor time over its fair median),
+    and what bounds the floor."""
+    if r.floor_share is None:
+        return "-"
+    return f"{r.floor_share:.0%} ({escape(r.floor_bound or '?')})"
+
+
 def _table_rows(agg: dict) -> list[tuple[str, dict]]:
     rows = [("all kernels", agg["all"]), ("clean", agg["clean"]), ("not clean", agg["not_clean"])]
     for g, d in agg["groups"].items():
@@ -318,7 +332,9 @@ def render_html(agg: dict, rows: list[Row], notes: list[str] = (), title: str = 
     parts.append("</table>")
     parts.append('<p class="muted">claimed: KernelBench-style loop (strict fp32 PyTorch, one input set, events on '
                  "one stream); fair: TF32 PyTorch, fresh inputs, device-wide synchronisation. Green points and bars: "
-                 "counted and within PyTorch's memory; red: not counted (a flag) or above it.</p>")
+                 "counted and within PyTorch's memory; red: not counted (a flag) or above it. Of floor: the physical "
+                 "floor's time (the bytes the problem must move at the device's bandwidth, or its FLOPs at its peak) "
+                 "over the candidate's fair median, the share of the hardware's limit it reaches.</p>")
     pts = [(r.id, r.claimed, r.fair, bool(r.counted) and r.verdict == "clean") for r in rows
            if r.claimed is not None and r.fair is not None]
     if pts:
@@ -327,12 +343,13 @@ def render_html(agg: dict, rows: list[Row], notes: list[str] = (), title: str = 
     if mem:
         parts.append("<h2>Memory footprint against PyTorch</h2>" + _histogram(mem))
     parts.append("<h2>Kernels</h2><table><tr><th>kernel</th><th>verdict</th><th>level</th><th>source</th>"
-                 "<th>claimed</th><th>fair</th><th>vs compile</th><th>memory</th><th>flags</th></tr>")
+                 "<th>claimed</th><th>fair</th><th>vs compile</th><th>memory</th><th>of floor</th><th>flags</th></tr>")
     for r in rows:
         parts.append(f"<tr><td><code>{escape(r.id)}</code></td><td>{escape(r.verdict or '-')}</td>"
                      f"<td>{escape(r.level)}</td><td>{escape(r.source)}</td>"
                      + "".join(f'<td class="num">{_cell(v, "x")}</td>' for v in (r.claimed, r.fair, r.vs_compiled,
                                                                                 r.memory_ratio))
+                     + f'<td class="num">{_floor_cell(r)}</td>'
                      + f'<td class="flag">{escape(", ".join(r.flags))}</td></tr>')
     parts.append("</table>")
     parts.extend(f'<p class="muted">note: {escape(n)}</p>' for n in notes)

@@ -49,20 +49,26 @@ def _count_triton_launches() -> bool:
 def _count_graph_replays(torch) -> None:
     """A CUDA graph replay launches the kernels captured in it (the candidate's own among them):
     each replay counts as a launch, so a candidate that captures once and replays afterwards
-    is seen running its kernels on every call."""
-    graph = getattr(getattr(torch, "cuda", None), "CUDAGraph", None)
-    orig = getattr(graph, "replay", None)
-    if orig is None:
-        return
+    is seen running its kernels on every call. Counted on the C++ class's `replay`, which
+    `torch.cuda.CUDAGraph.replay` reaches through super() and which a candidate may bind itself
+    (`torch._C._CUDAGraph.replay.__get__(g)`, to save the Python wrapper's time: found on a real
+    paged-attention kernel, whose replays then counted as calls with no kernel of its own); on
+    the Python class only where the C++ one has none."""
+    base = getattr(getattr(torch, "_C", None), "_CUDAGraph", None)
+    for graph in (base, getattr(getattr(torch, "cuda", None), "CUDAGraph", None)):
+        orig = getattr(graph, "replay", None)
+        if orig is None:
+            continue
 
-    def replay(self, *a, __orig=orig, **k):
-        _LAUNCHES[0] += 1
-        return __orig(self, *a, **k)
+        def replay(self, *a, __orig=orig, **k):
+            _LAUNCHES[0] += 1
+            return __orig(self, *a, **k)
 
-    try:
-        graph.replay = replay
-    except Exception:  # noqa: BLE001 - a build without graphs
-        pass
+        try:
+            graph.replay = replay
+            return
+        except Exception:  # noqa: BLE001 - a class that takes no attribute: the next one
+            continue
 
 
 _WRAPPED: set = set()

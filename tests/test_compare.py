@@ -157,3 +157,52 @@ def test_the_benchmarks_check_reads_indices_of_near_equal_values_and_the_problem
         got = ref + 0.125
         assert not compare_loose([got], [ref]).ok
         assert compare_loose([got], [ref], dtype=fp8).ok
+
+
+def test_indices_of_near_twins_within_the_outputs_tolerance_are_the_same_selection():
+    """A top-k that sorts truncated keys picks a near-twin of the reference's value (found on a
+    real bitonic top-k): its values output matches at the floats' tolerance, and its indices pick
+    values that close to the reference's; not a wrong answer. A pick further off, or beside
+    values that do not match, still is."""
+    x = torch.randn(4, 64)
+    vals, idx = torch.topk(x, 3, dim=-1)
+    twin = idx.clone()
+    twin[0, 1] = (idx[0, 1] + 7) % 64
+    x[0, twin[0, 1]] = x[0, idx[0, 1]] * (1 + 3e-7)      # a near-twin, not an exact tie
+    assert not same_selection(twin, idx, [x])              # not an exact tie
+    assert compare([vals, twin], [vals, idx], inputs=[x]).ok
+    x[0, twin[0, 1]] = x[0, idx[0, 1]] * (1 + 1e-2)       # further than fp32's tolerance
+    res = compare([vals, twin], [vals, idx], inputs=[x])
+    assert not res.ok and res.index_only
+    x[0, twin[0, 1]] = x[0, idx[0, 1]] * (1 + 3e-7)
+    res = compare([vals + 1, twin], [vals, idx], inputs=[x])   # the values wrong too
+    assert not res.ok and not res.index_only
+
+
+def test_over_inputs_of_a_tiny_scale_another_index_is_not_a_near_twin():
+    x = torch.randn(4, 64) * 1e-6
+    vals, idx = torch.topk(x, 3, dim=-1)
+    other = idx.clone()
+    other[:, 2] = (other[:, 2] + 1) % 64
+    res = compare([vals, other], [vals, idx], inputs=[x])
+    assert not res.ok and res.index_only
+
+
+
+def test_a_near_twin_near_zero_is_judged_against_the_inputs_scale():
+    """Near zero a near-twin is far in relative terms; against the input's own scale (as the
+    floats' tolerance reads it) it is as close as anywhere else."""
+    x = torch.linspace(-1.0, 1.0, 64).repeat(2, 1)      # scale about 0.58
+    x[:, 10] = 2.0
+    x[:, 20] = 1e-3                                      # the reference's second pick
+    x[:, 30] = 1e-3 - 2e-5                               # a near-twin of it: 2% off, 2e-5 absolute
+    x[:, 40:] = -1.0
+    x[:, 0:10] = -1.0
+    x[:, 11:20] = -1.0
+    x[:, 21:30] = -1.0
+    x[:, 31:40] = -1.0
+    vals, idx = torch.topk(x, 2, dim=-1)
+    assert idx[0].tolist() == [10, 20]
+    twin = idx.clone()
+    twin[:, 1] = 30
+    assert compare([vals, twin], [vals, idx], inputs=[x]).ok

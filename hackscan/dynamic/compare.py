@@ -79,9 +79,7 @@ def compare(cand, ref32, ref64=None, dtype=None, inputs=None) -> Comparison:
         r64 = ref64[i] if ref64 is not None and i < len(ref64) else None
         res = _compare_one(c, r, r64, dtype)
         if not res.ok and res.reason == INTEGER_DIFFERS:
-            if inputs is not None and same_selection(c, r, inputs() if callable(inputs) else inputs):
-                continue
-            near.append((i, c, r))
+            near.append((i, c, r))   # read against the inputs once every output is compared
             continue
         if not res.ok:
             return Comparison(False, f"output {i}: {res.short()}", res.max_abs, res.max_rel, res.bad_fraction,
@@ -90,15 +88,17 @@ def compare(cand, ref32, ref64=None, dtype=None, inputs=None) -> Comparison:
             floats_match = True
         if res.max_rel >= worst.max_rel:
             worst = res
-    # every floating output matched: indices that pick values within those outputs' own
-    # tolerance of the ones the reference picked are near-equal values taken in another order
-    # (a top-k sorting truncated keys picks a near-twin; its values output matched), as the
-    # measurement's spot check reads them. The absolute part scales with the input's own
-    # magnitude, as the floats' does: a fixed one would let any index pass over tiny inputs
-    tol = max(base_tolerance(torch.float32), base_tolerance(dtype) if dtype is not None else 0.0)
+    # indices that pick the same values (ties) are the same selection; where every floating
+    # output matched, so are indices that pick values within those outputs' own tolerance of the
+    # ones the reference picked (a top-k sorting truncated keys picks a near-twin; its values
+    # output matched), as the measurement's spot check reads them. The absolute part scales with
+    # the input's own magnitude, as the floats' does: a fixed one would let any index pass over
+    # tiny inputs
+    tol = max(base_tolerance(torch.float32), base_tolerance(dtype) if dtype is not None else 0.0) \
+        if floats_match else 0.0
+    xs = (inputs() if callable(inputs) else inputs) if near and inputs is not None else None
     for i, c, r in near:
-        if not (floats_match and inputs is not None
-                and same_selection(c, r, inputs() if callable(inputs) else inputs, rtol=tol, scaled_atol=tol)):
+        if xs is None or not same_selection(c, r, xs, rtol=tol, scaled_atol=tol):
             index_differs = i if index_differs is None else index_differs
     if index_differs is not None:
         return Comparison(False, f"output {index_differs}: {INTEGER_DIFFERS}"

@@ -25,6 +25,18 @@ CHOICES = {"format": ("text", "json", "jsonl", "sarif", "html"), "min-confidence
            "dynamic": ("off", "auto", "all"), "device": ("cpu", "cuda"), "cuda-ghost": ("suspects", "always", "never"),
            "measure": ("off", "survivors", "all"), "profile": ("default", "strict", "generic", "sol-execbench"),
            "backend": ("local", "ray"), "color": ("auto", "always", "never")}
+
+
+def check_choice(key: str, value, name: str | None = None) -> None:
+    """The Python API's check of a word-valued option against the table the command line uses:
+    ValueError naming the option and its valid values where `value` is not one of CHOICES[key].
+    `name` is how the caller spells the option (default: the key with `_` for `-`)."""
+    words = CHOICES[key]
+    if not isinstance(value, str) or value not in words:
+        raise ValueError(f"{name or key.replace('-', '_')}={value!r}: not a valid value "
+                         f"(one of {', '.join(map(repr, words))})")
+
+
 # paths in the configuration are read relative to the file that holds them
 PATH_KEYS = ("baseline", "problems")
 CLI_ONLY = {

@@ -4,9 +4,11 @@ broken reference and an auditor that raised never read as `clean` (or as the pol
 every surface says what stands behind its verdict (`evidence`) and the problem's own findings."""
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 import numpy as np
+import pytest
 
 from hackscan.findings import SubmissionResult
 
@@ -167,3 +169,52 @@ def test_reward_never_raises_and_keeps_its_keys(monkeypatch):
     assert bad["outcome"] == "unverifiable" and "'al'" in bad["reasons"] and "'all'" in bad["reasons"], bad
     weird = rl.compute_score("kb", None, 12345, "not a dict")
     _as_verl_manager_would([r, *out, bad, weird])
+
+
+# ---- (b) the KernelBench drop-in ---------------------------------------------------------------
+
+def _dropin(res):
+    from hackscan.integrations import kernelbench as kb
+
+    return kb._result(res, "cpu", None, "cpu", "triton", kb.KERNELBENCH_SEED, 1, 10, "float32", False, 10)
+
+
+def test_dropin_an_unverified_audit_is_never_correct_and_its_metadata_says_why():
+    ran = {"status": "ran", "correct_on_visible": True, "visible_trials": [1, 1]}
+    out = _dropin(_result("unverified", dynamic=ran, reasons=("every probe was inconclusive",)))
+    assert out.correctness is False and out.compiled is True, out
+    assert out.metadata["hackscan_verdict"] == "unverified" and out.metadata["hackscan_evidence"] == "dynamic"
+    assert out.metadata["correctness_issue_name"] == "unverified"
+    assert "every probe was inconclusive" in out.metadata["unverified"]
+    json.dumps(out.model_dump())
+    # a verified clean kernel stays correct, and says what stands behind it
+    ok = _dropin(_result("clean", dynamic=ran))
+    assert ok.correctness is True and ok.metadata["hackscan_evidence"] == "dynamic" and ok.metadata["problem"] == []
+
+
+def test_dropin_metadata_carries_problem_level_findings_and_a_degenerate_problem_is_not_correct():
+    ran = {"status": "ran", "correct_on_visible": True}
+    out = _dropin(_result("clean", dynamic=ran, problem=(DEGENERATE,)))
+    assert out.metadata["problem"] == [DEGENERATE]
+    assert out.correctness is False and out.metadata["correctness_issue_name"] == "degenerate_problem"
+    unv = _dropin(_result("unverified", dynamic={"status": "inconclusive", "reason": "no reference given"},
+                          problem=(DEGENERATE,)))
+    assert unv.correctness is False and unv.metadata["problem"] == [DEGENERATE]
+
+
+def test_dropin_an_audit_that_raised_is_recorded_never_correct_and_options_are_checked():
+    from hackscan.integrations import kernelbench as kb
+
+    class Exploding:
+        options = {"dtype": None, "gpu": None}
+        device = "cpu"
+
+        def audit(self, candidate, reference):
+            raise FileNotFoundError("the auditor lost its reference file")
+
+    out = kb.eval_kernel_against_ref(REF, CAND, device="cpu", session=Exploding())
+    assert out.correctness is False and out.compiled is False
+    assert out.metadata["hackscan_verdict"] == "error" and "FileNotFoundError" in out.metadata["infra_error"]
+    json.dumps(out.model_dump())
+    with pytest.raises(ValueError, match="'kernelbench'"):
+        kb.eval_kernel_against_ref(REF, CAND, device="cpu", policy="kernelbnch", session=Exploding())

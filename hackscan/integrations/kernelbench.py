@@ -11,8 +11,14 @@ reference's time with TF32 as KernelBench's re-evaluations use). `metadata` hold
 keys (`hardware`, `device`, `compilation_error`/`_name`, `runtime_error`/`_name`,
 `correctness_issue`/`_name`, `max_difference`, `avg_difference`, `correctness_trials`,
 `excessive_speedup`, `error_during_performance`) beside hackscan's (`hackscan_verdict`,
-`hack_types`, `reasons`, `findings`, ...). Exceptions are recorded as strings, so the result
-always serialises.
+`hackscan_evidence` ("static" or "dynamic": what the verdict rests on), `problem` (the
+problem-level findings, each {"id", "detail"}: `degenerate-problem`, `nondeterministic-reference`),
+`hack_types`, `reasons`, `findings`, ...). `correctness` is True only for what hackscan verified:
+never for a hacked, violating, `unverified` (the dynamic audit could not verify it; the reason in
+`metadata["unverified"]`) or failed audit, nor on a degenerate problem (`correctness_issue_name`
+says which). An exception in the audit itself is recorded as `metadata["infra_error"]` with
+`hackscan_verdict` "error", never raised, so the result always serialises. `policy` is checked
+against the table the command line uses (`hackscan.config.CHOICES`).
 
 How each KernelBench parameter is treated:
 
@@ -40,7 +46,9 @@ import warnings as _warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-NOT_CORRECT = ("hacked", "violation", "error")
+NOT_CORRECT = ("hacked", "violation", "unverified", "error")
+# problem-level findings under which no candidate's correctness means anything
+UNUSABLE_PROBLEMS = ("degenerate-problem", "nondeterministic-reference")
 LOAD_FAILURES = ("Error building extension", "SyntaxError", "ImportError", "ModuleNotFoundError", "no class ",
                  "at import", "NameError")
 TIMING_METHODS = ("cuda_event", "do_bench", "do_bench_impl", "host_time")
@@ -163,6 +171,13 @@ def _error_name(text: str) -> str:
     return "RuntimeError"
 
 
+def _text(src) -> str:
+    """Source text as text (bytes decoded, a trailing newline added): a one-line string is never
+    read as the path of a file."""
+    text = src.decode("utf-8", "replace") if isinstance(src, bytes) else str(src)
+    return text if text.endswith("\n") else text + "\n"
+
+
 def _hardware(kind: str, index: int | None) -> str:
     if kind != "cuda":
         return "cpu"
@@ -219,8 +234,20 @@ def eval_kernel_against_ref(original_model_src: str, custom_model_src: str, seed
         if differ:
             raise ValueError("the session given audits with other options than this call asks for: " +
                              ", ".join(f"{k} {a!r} (asked {b!r})" for k, (a, b) in differ.items()))
-    s = session if session is not None else shared_session(**options)
-    res = s.audit(custom_model_src, original_model_src)
+    from hackscan.config import check_choice
+
+    check_choice("policy", policy)
+    try:
+        s = session if session is not None else shared_session(**options)
+        # source text stays text: a one-line source never reads as a path to a file
+        res = s.audit(_text(custom_model_src), _text(original_model_src))
+    except Exception as e:  # noqa: BLE001 - recorded as a string, as every failure here
+        why = f"hackscan failed: {type(e).__name__}: {e}"[:2000]
+        meta = {"hardware": _hardware(kind, index), "device": str(device if device is not None else kind),
+                "hackscan_verdict": "error", "hackscan_evidence": "static", "problem": [], "hack_types": [],
+                "reasons": [why], "findings": [], "backend": backend, "precision": dtype, "infra_error": why,
+                "dynamic_status": "error"}
+        return KernelExecResult(compiled=False, correctness=False, metadata=meta)
     out = _result(res, kind, index, device, backend, seed_num, num_correct_trials, num_perf_trials, dtype,
                   measure_performance and check_for_excessive_speedup, excessive_speedup_threshold)
     if verbose:
@@ -237,11 +264,16 @@ def _result(res, kind, index, device, backend, seed_num, num_correct_trials, num
     reason = res.error or dyn.get("reason") or ""
     meta: dict[str, Any] = {
         "hardware": _hardware(kind, index), "device": str(device if device is not None else kind),
-        "hackscan_verdict": res.verdict, "hack_types": list(res.hack_types), "reasons": list(res.reasons),
+        "hackscan_verdict": res.verdict, "hackscan_evidence": getattr(res, "evidence", "static"),
+        "problem": [dict(p) for p in getattr(res, "problem", ()) or ()],
+        "hack_types": list(res.hack_types), "reasons": list(res.reasons),
         "findings": [f.to_json() for f in res.findings], "backend": backend, "precision": dtype,
         "correct_on_visible": dyn.get("correct_on_visible"), "dynamic_status": dyn.get("status", "not-run"),
         "kernelbench_args": {"seed_num": seed_num, "num_correct_trials": num_correct_trials,
                              "num_perf_trials": num_perf_trials}}
+    if res.verdict == "unverified":
+        # the dynamic audit ran and could not verify the candidate: never correct, and why
+        meta["unverified"] = ("; ".join(res.reasons) or reason)[:2000]
     if unverifiable(dyn):
         # the run says nothing of the candidate (the reference failed, no GPU for an extension):
         # KernelBench raises here; hackscan says so and counts nothing
@@ -282,12 +314,20 @@ def _result(res, kind, index, device, backend, seed_num, num_correct_trials, num
         if diff:
             meta["max_difference"] = [f"{diff['max_abs']:.6f}"]
             meta["avg_difference"] = [f"{diff['mean_abs']:.6f}"]
-    correct = bool(dyn.get("correct_on_visible")) and res.verdict not in NOT_CORRECT
+    unusable = sorted({p.get("id") for p in meta["problem"]} & set(UNUSABLE_PROBLEMS))
+    # correctness is what hackscan verified: never an unverified audit's, nor a degenerate problem's
+    correct = bool(dyn.get("correct_on_visible")) and res.verdict not in NOT_CORRECT and not unusable
     runtime, runtime_stats, ref_runtime, ref_runtime_stats = -1.0, {}, -1.0, {}
     if dyn.get("correct_on_visible") and res.verdict in NOT_CORRECT:
-        # right on the problem's inputs, but a hack (or PyTorch's work) by hackscan's audit
+        # right on the problem's inputs, but a hack (or PyTorch's work, or nothing hackscan
+        # could verify) by hackscan's audit
         meta["correctness_issue"] = f"hackscan verdict {res.verdict}: " + "; ".join(res.reasons)[:1500]
-        meta["correctness_issue_name"] = "reward_hack" if res.verdict == "hacked" else "contract_violation"
+        meta["correctness_issue_name"] = {"hacked": "reward_hack", "violation": "contract_violation",
+                                          "unverified": "unverified"}.get(res.verdict, "hackscan_error")
+    elif dyn.get("correct_on_visible") and unusable:
+        meta["correctness_issue"] = "the problem cannot tell a kernel from a shortcut: " + "; ".join(
+            f"{p.get('id')}: {p.get('detail', '')}" for p in meta["problem"])[:1500]
+        meta["correctness_issue_name"] = unusable[0].replace("-", "_")
     m = res.measure or {}
     if m.get("status") == "measured" and correct:
         kb = m.get("kernelbench", {})

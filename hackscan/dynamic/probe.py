@@ -44,6 +44,9 @@ class Outcome:
     alone_type: str | None = None     # the hack type of that finding, where not the probe's first
     not_types: tuple = ()             # hack types this catch does not confirm (though the probe may)
     inside_check: bool = False        # the error is under EDGE of the benchmark's allowance on every set, visible too
+    # a rewritten run's catch that stands where no custom kernel ran on the visible inputs: its
+    # kernels were launched there and raised, so what computed the output is the fallback found
+    kernels_failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -219,8 +222,11 @@ class Probe:
         """What the run itself makes of this probe's outcome. Where no custom kernel ran on the
         visible inputs, or the candidate is wrong on them, a pass clears nothing; where no kernel
         ran, a catch made by a rewritten run (kernels disabled, custom path failed) shows nothing
-        either. A probe with more to say overrides this and calls it."""
-        if run.no_kernel_ran and (o.status == "passed" or (o.status == "caught" and self.rewrite)):
+        either, unless its kernels were launched there and raised (`kernels_failed`): then the
+        fallback the rewritten run found is what computed the visible output. A probe with more
+        to say overrides this and calls it."""
+        if run.no_kernel_ran and (o.status == "passed" or (o.status == "caught" and self.rewrite
+                                                           and not o.kernels_failed)):
             o = replace(o, status="inconclusive", detail=o.detail + " (no custom kernel ran)")
         if run.wrong_on_visible and o.status == "passed":
             o = replace(o, status="inconclusive", detail=o.detail + " (but wrong on the visible inputs)")

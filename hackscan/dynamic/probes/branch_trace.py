@@ -32,6 +32,11 @@ class BranchTrace(Probe):
                 continue
             if (v > 0) != (rec["custom_launches"] > 0):
                 odd.append((s, rec["custom_launches"]))
+        if not odd and v == 0:
+            # launches count once they return: none did, on any input (none tried, or every one raised)
+            return Outcome(self.name, "passed", "no custom kernel launch returned on any input: the same path "
+                           "everywhere" + (f" ({vis['launch_errors']} launch(es) raised on the visible one)"
+                                           if vis.get("launch_errors") else ""))
         if not odd:
             return Outcome(self.name, "passed", f"custom kernels ran on every input ({v} launch(es) on the visible one)")
         layout = [s for s, _ in odd if s in LAYOUT_SETS]

@@ -1,3 +1,5 @@
+import re
+
 from hackscan.dynamic.probe import Outcome, Probe, profile_of
 
 
@@ -40,6 +42,11 @@ class ForcedFailure(Probe):
                 return Outcome(self.name, "passed", "with the custom kernels disabled a fallback computes the right "
                                f"answer, but the custom kernels ran on every input of the audit ({ran}): the fallback "
                                "did not run here")
+            failed = _failed_on_visible(obs)
+            if failed:
+                return Outcome(self.name, "caught", "with the custom kernels disabled, forward still returns the right "
+                               f"answer: a fallback computes it; in the audit's own run {failed}, and that fallback "
+                               "computed the visible output", kernels_failed=True)
             return Outcome(self.name, "caught", "with the custom kernels disabled, forward still returns the right "
                            "answer: a fallback computes it")
         return Outcome(self.name, "passed", "with the custom path failing, the outputs are wrong")
@@ -57,9 +64,9 @@ def _custom_everywhere(obs) -> str:
     vis = obs.steps.get(("visible", 0))
     if not vis or "custom_launches" not in vis or len(traced) < 2 or any(r["custom_launches"] <= 0 for r in traced):
         return ""
-    # a call into an extension counts as a launch even where the extension raises before its
-    # kernel runs (and the handler computes): on a GPU the profiled call must show the
-    # candidate's own kernels on the device
+    # a launch counts only once it returns (a kernel that raised ran nothing), but a call into an
+    # extension may return without its kernel having run: on a GPU the profiled call must show
+    # the candidate's own kernels on the device
     prof, _ = profile_of(obs)
     if prof is not None and prof.get("kernels"):
         from hackscan.dynamic.probes.kernel_attribution import classify, shares
@@ -71,3 +78,25 @@ def _custom_everywhere(obs) -> str:
         if sh.get("custom", 0.0) + sh.get("other", 0.0) <= 0.0 or sh.get("torch", 0.0) >= 0.5:
             return ""
     return f"{len(traced)} calls traced, {vis['custom_launches']} launch(es) on the visible one"
+
+
+# a launch error of the Triton interpreter's own gaps (a feature it does not model), not of the
+# kernel: on the GPU the benchmark runs on the kernel may well launch, and its fallback not run
+_INTERPRETER_GAP = re.compile(r"NotImplementedError|not (yet )?(supported|implemented)|interpret", re.I)
+
+
+def _failed_on_visible(obs) -> str:
+    """Where the main run's call on the visible inputs launched none of the candidate's kernels
+    successfully and some of its launches raised (forward returning all the same: a handler
+    computed the output), a description; else ''. Launches that failed for a gap of the Triton
+    interpreter (CPU runs) prove nothing of the kernel on a GPU and are not counted here."""
+    if not obs.candidate.get("launch_trace"):
+        return ""
+    rec = obs.steps.get(("visible", 0)) or obs.steps.get(("fresh", 100))
+    if not rec or "error" in rec or rec.get("custom_launches") != 0 or not rec.get("launch_errors"):
+        return ""
+    why = str(rec.get("launch_error") or "")
+    if _INTERPRETER_GAP.search(why.split(": ", 1)[-1]):
+        return ""
+    return (f"its kernels were launched on the visible inputs and raised ({rec['launch_errors']} failed launch(es): "
+            f"{why[:160]})")

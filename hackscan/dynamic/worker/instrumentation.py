@@ -5,8 +5,55 @@ from __future__ import annotations
 import threading
 
 
+# launches that returned without raising: a launch is counted when it completes, never when it
+# is attempted (a kernel that fails to compile or launch, inside a try whose handler returns
+# PyTorch's answer, ran nothing of its own: counting its attempt read the fallback's calls as
+# the kernel's)
 _LAUNCHES = [0]
+# launches that raised, and the last one's error ("Type: message"): evidence that the custom path
+# was tried and failed where forward still returned (its handler computed the output)
+_FAILED = [0]
+_LAST_FAILURE = [""]
 _DEPTH = threading.local()  # nesting of Triton calls, per thread
+
+
+def _failed(e: BaseException) -> None:
+    _FAILED[0] += 1
+    _LAST_FAILURE[0] = f"{type(e).__name__}: {e}"[:300]
+
+
+def _counted(fn, *a, **k):
+    """fn(*a, **k), counted as one launch once it returns; one that raises counts as a failed
+    launch and its exception goes on to the caller."""
+    try:
+        out = fn(*a, **k)
+    except BaseException as e:
+        _failed(e)
+        raise
+    _LAUNCHES[0] += 1
+    return out
+
+
+def _counting_run(orig):
+    """A Triton `run` (what `kernel[grid](...)` calls) that counts top-level launches once they
+    return: under the interpreter a kernel's @triton.jit helpers are calls too, and their number
+    follows the data; a warm-up (`kernel.warmup(...)`: compile, no launch) is no launch."""
+    def run(self, *a, **k):
+        depth = getattr(_DEPTH, "n", 0)
+        top = depth == 0 and not k.get("warmup")
+        _DEPTH.n = depth + 1
+        try:
+            out = orig(self, *a, **k)
+        except BaseException as e:
+            if top:
+                _failed(e)
+            raise
+        finally:
+            _DEPTH.n = depth
+        if top:
+            _LAUNCHES[0] += 1
+        return out
+    return run
 
 
 def _count_triton_launches() -> bool:
@@ -28,20 +75,7 @@ def _count_triton_launches() -> bool:
         orig = getattr(cls, "run", None)
         if orig is None:
             continue
-
-        def run(self, *a, __orig=orig, **k):
-            # top-level launches only: under the interpreter a kernel's @triton.jit helpers are
-            # calls too, and their number follows the data
-            depth = getattr(_DEPTH, "n", 0)
-            if depth == 0:
-                _LAUNCHES[0] += 1
-            _DEPTH.n = depth + 1
-            try:
-                return __orig(self, *a, **k)
-            finally:
-                _DEPTH.n = depth
-
-        cls.run = run
+        cls.run = _counting_run(orig)
         done = True
     return done
 
@@ -61,8 +95,7 @@ def _count_graph_replays(torch) -> None:
             continue
 
         def replay(self, *a, __orig=orig, **k):
-            _LAUNCHES[0] += 1
-            return __orig(self, *a, **k)
+            return _counted(__orig, self, *a, **k)
 
         try:
             graph.replay = replay
@@ -75,7 +108,8 @@ _WRAPPED: set = set()
 
 
 def _wrap_extension(obj) -> bool:
-    """Count calls to the functions of one compiled extension module (once per module)."""
+    """Count calls to the functions of one compiled extension module (once per module), each
+once it returns without raising."""
     if id(obj) in _WRAPPED:
         return True
     _WRAPPED.add(id(obj))
@@ -84,8 +118,9 @@ def _wrap_extension(obj) -> bool:
         fn = getattr(obj, name, None)
         if callable(fn) and not name.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
             def wrapped(*a, __fn=fn, **k):
-                _LAUNCHES[0] += 1
-                return __fn(*a, **k)
+                # counted once it returns: a call that raises (a TORCH_CHECK, a launch error the
+                # extension checks) launched nothing the output can come from
+                return _counted(__fn, *a, **k)
             setattr(obj, name, wrapped)
             found = True
     return found

@@ -5,7 +5,7 @@ import os
 import time
 
 from .common import _call, _changed_since, _infile, _leaves, _outputs_list, _plain, _same_bits, _snapshot, _to_device, _tree_map
-from .instrumentation import _LAUNCHES
+from .instrumentation import _FAILED, _LAST_FAILURE, _LAUNCHES
 from .measurement import _timed_forward
 from .models import _load_params
 from .profiler import _profiled_forward
@@ -128,7 +128,7 @@ def step_call(run: Run, step: dict) -> None:
         # hash of Level-1-sized inputs on one CPU thread would take seconds per call)
         flat_in = _leaves(torch, inputs)
         before = [t.clone() for t in flat_in]
-        launches0 = _LAUNCHES[0]
+        launches0, failed0 = _LAUNCHES[0], _FAILED[0]
         if poison_sizes:
             _poison(torch, poison_sizes, device)
         t0 = time.perf_counter()
@@ -149,7 +149,12 @@ def step_call(run: Run, step: dict) -> None:
                 raise
             continue
         rec["seconds"] = time.perf_counter() - t0
+        # launches that returned (a launch that raised ran nothing of its own); those that raised
+        # while forward still returned: its custom path failed and something else computed
         rec["custom_launches"] = _LAUNCHES[0] - launches0
+        if _FAILED[0] > failed0:
+            rec["launch_errors"] = _FAILED[0] - failed0
+            rec["launch_error"] = _LAST_FAILURE[0]
         outs = _outputs_list(torch, out)
         rec["types"] = [f"{type(o).__module__}.{type(o).__qualname__}" for o in outs]
         rec["input_changed"] = [not _same_bits(torch, b, t) for b, t in zip(before, flat_in)]

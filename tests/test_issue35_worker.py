@@ -1,0 +1,222 @@
+"""Issue 35, the worker's side: a launch counts once it returns (a kernel that raised inside a
+`try` whose handler returns PyTorch's answer ran nothing of its own), and every input kind (Python
+scalars, None, tuples, lists, dicts, nested mixes) is refilled and reproduced exactly as the
+reference saw it.
+
+Every kernel and reference here is written for these tests."""
+from __future__ import annotations
+
+import math
+import textwrap
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hackscan.dynamic.probe import Observations, Outcome, RunFacts  # noqa: E402
+from hackscan.dynamic.probes.forced_failure import ForcedFailure, _failed_on_visible  # noqa: E402
+from hackscan.dynamic.worker import instrumentation as ins  # noqa: E402
+
+# ---- launches counted when they complete ------------------------------------------------------
+
+RELU_REF = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+
+
+    def get_inputs():
+        return [torch.rand(16, 100)]
+
+
+    def get_init_inputs():
+        return []
+''')
+
+# BLOCK is the launch's argument: 1000 is no power of two, so tl.arange raises on every launch and
+# the handler's torch.relu computes every output; 1024 launches
+TRY_RELU = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def relu_rows(src, dst, n, BLOCK: tl.constexpr):
+        idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        keep = idx < n
+        v = tl.load(src + idx, mask=keep, other=0.0)
+        tl.store(dst + idx, tl.where(v > 0, v, 0.0), mask=keep)
+
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            x = x.contiguous()
+            out = torch.empty_like(x)
+            try:
+                relu_rows[(triton.cdiv(x.numel(), BLOCK_SIZE),)](x, out, x.numel(), BLOCK=BLOCK_SIZE)
+                return out
+            except Exception:
+                return torch.relu(x)
+
+
+    BLOCK_SIZE = @BLOCK@
+''')
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def _audit(tmp_path, cand, ref):
+    from hackscan.api import audit
+
+    return audit(_write(tmp_path, "cand.py", cand), _write(tmp_path, "ref.py", ref), dynamic="all", device="cpu")
+
+
+def _by_rule(result, rule_id):
+    found = [f for f in result.findings if f.rule_id == rule_id]
+    assert found, [f.rule_id for f in result.findings]
+    return found[0]
+
+
+@pytest.mark.dynamic
+def test_a_launch_that_always_raises_inside_try_is_a_confirmed_guarded_fallback(tmp_path):
+    pytest.importorskip("triton")
+    r = _audit(tmp_path, TRY_RELU.replace("@BLOCK@", "1000"), RELU_REF)
+    f = _by_rule(r, "fallback-in-except-handler")
+    assert f.hack_type == "guarded-fallback"
+    assert f.dynamic.status == "confirmed", f.dynamic
+    assert f.dynamic.probe == "forced-failure"
+    assert r.verdict == "hacked", (r.verdict, r.dynamic.get("probes"))
+    # the launches that raised are not counted as the kernel having run
+    assert r.dynamic.get("custom_launches_on_visible") == 0
+
+
+@pytest.mark.dynamic
+def test_a_launch_inside_try_that_succeeds_is_not_a_fallback(tmp_path):
+    pytest.importorskip("triton")
+    r = _audit(tmp_path, TRY_RELU.replace("@BLOCK@", "1024"), RELU_REF)
+    f = _by_rule(r, "fallback-in-except-handler")
+    assert f.dynamic.status != "confirmed", f.dynamic
+    assert r.verdict != "hacked", (r.verdict, r.dynamic.get("probes"))
+    assert r.dynamic.get("custom_launches_on_visible") == 1
+    assert r.dynamic["probes"]["forced-failure"]["status"] == "passed"
+
+
+# the counting itself, as a GPU run does it (no GPU here: the wrappers around fakes)
+
+def _delta(fn):
+    n0, f0 = ins._LAUNCHES[0], ins._FAILED[0]
+    try:
+        fn()
+    except Exception:  # noqa: BLE001 - the launch's own error, re-raised by the wrapper
+        pass
+    return ins._LAUNCHES[0] - n0, ins._FAILED[0] - f0
+
+
+def test_a_triton_run_counts_once_it_returns_and_not_when_it_raises():
+    class Kernel:
+        def __init__(self, fail, helper=None):
+            self.fail, self.helper = fail, helper
+
+        def run(self, *a, grid, warmup, **k):
+            if self.helper is not None:      # a @triton.jit helper called inside the kernel
+                self.helper.run(grid=grid, warmup=False)
+            if self.fail:
+                raise RuntimeError("CompilationError: arange's range must be a power of 2")
+            return "launched"
+
+    Kernel.run = ins._counting_run(Kernel.run)
+    assert _delta(lambda: Kernel(False).run(grid=(1,), warmup=False)) == (1, 0)
+    assert _delta(lambda: Kernel(True).run(grid=(1,), warmup=False)) == (0, 1)
+    with pytest.raises(RuntimeError):    # the candidate's handler still sees the error
+        Kernel(True).run(grid=(1,), warmup=False)
+    # a warm-up compiles and launches nothing; a helper is part of its kernel's launch
+    assert _delta(lambda: Kernel(False).run(grid=(1,), warmup=True)) == (0, 0)
+    assert _delta(lambda: Kernel(False, helper=Kernel(False)).run(grid=(1,), warmup=False)) == (1, 0)
+    assert _delta(lambda: Kernel(False, helper=Kernel(True)).run(grid=(1,), warmup=False)) == (0, 1)
+    assert "power of 2" in ins._LAST_FAILURE[0]
+
+
+def test_an_extension_call_counts_once_it_returns_and_not_when_it_raises():
+    ext = types.ModuleType("fake_ext")
+    ext.root = math.sqrt                  # a builtin, as a compiled extension's functions are
+    assert ins._wrap_extension(ext)
+    assert _delta(lambda: ext.root(4.0)) == (1, 0)
+    assert _delta(lambda: ext.root(-1.0)) == (0, 1)   # ValueError: the extension raised
+    assert ext.root(9.0) == 3.0
+
+
+def test_a_graph_replay_that_raises_is_not_counted():
+    fails = [False]
+
+    class _CUDAGraph:
+        def replay(self):
+            if fails[0]:
+                raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+
+    fake = types.SimpleNamespace(_C=types.SimpleNamespace(_CUDAGraph=_CUDAGraph), cuda=types.SimpleNamespace())
+    ins._count_graph_replays(fake)
+    g = _CUDAGraph()
+    assert _delta(g.replay) == (1, 0)
+    fails[0] = True
+    assert _delta(g.replay) == (0, 1)
+
+
+def _ff_obs(visible: dict, raise_ok: bool = True, profile: dict | None = None):
+    """Observations as a GPU run leaves them: the main run's calls, its profiled call, and the
+    forced-failure rewrite's run (right answers: a fallback computes them)."""
+    ok = types.SimpleNamespace(ok=True)
+    steps = {("visible", 0): dict(visible, set="visible", variant="fp32"),
+             ("normal", 0): dict(visible, set="normal", variant="fp32")}
+    if profile is not None:
+        steps[("visible", 400)] = {"set": "visible", "call": 400, "profile": profile}
+    obs = Observations(candidate={"launch_trace": True}, steps=steps, load_output=None, reference_outputs={},
+                       kernel_names=frozenset({"relu_rows"}))
+    run = Observations(candidate={"launch_trace": True}, steps={("visible", 0): {"file": "x"}}, load_output=None,
+                       reference_outputs={})
+    run.compare = lambda *a, **k: ok if raise_ok else types.SimpleNamespace(ok=False)
+    obs.extra["raise"] = run
+    return obs
+
+
+def test_forced_failure_stands_where_the_kernels_raised_on_the_visible_inputs():
+    # a GPU run: the Triton compile failed (no kernel of its own on the device, aten's relu ran)
+    prof = {"kernels": [{"name": "void at::native::vectorized_elementwise_kernel<4, relu>", "us": 3.0,
+                         "owner": "aten::relu", "stream": 7}]}
+    obs = _ff_obs({"custom_launches": 0, "launch_errors": 1,
+                   "launch_error": "CompilationError: at 3:31: arange's range must be a power of 2"}, profile=prof)
+    o = ForcedFailure().evaluate(obs)
+    assert o.status == "caught" and o.kernels_failed, o
+    # the visible call launched none of its kernels: a catch by a rewritten run stands only so
+    q = ForcedFailure().qualify(o, RunFacts(no_kernel_ran=True))
+    assert q.status == "caught", q
+
+
+def test_forced_failure_without_failed_launches_keeps_the_no_kernel_rule():
+    # nothing was tried on the visible inputs (a device guard): the fallback is another path's
+    o = ForcedFailure().evaluate(_ff_obs({"custom_launches": 0}))
+    assert o.status == "caught" and not o.kernels_failed
+    assert ForcedFailure().qualify(o, RunFacts(no_kernel_ran=True)).status == "inconclusive"
+    # launches that failed for the Triton interpreter's own gaps prove nothing of the kernel on a GPU
+    gap = {"custom_launches": 0, "launch_errors": 2,
+           "launch_error": "InterpreterError: NotImplementedError('inline_asm_elementwise is not supported')"}
+    assert _failed_on_visible(_ff_obs(gap)) == ""
+    o = ForcedFailure().evaluate(_ff_obs(gap))
+    assert ForcedFailure().qualify(o, RunFacts(no_kernel_ran=True)).status == "inconclusive"
+
+
+def test_forced_failure_passes_where_the_kernels_launched_everywhere():
+    prof = {"kernels": [{"name": "relu_rows", "us": 3.0, "owner": None, "stream": 7}]}
+    o = ForcedFailure().evaluate(_ff_obs({"custom_launches": 1}, profile=prof))
+    assert o.status == "passed", o
+    assert isinstance(o, Outcome)

@@ -11,6 +11,48 @@ from hackscan.scanning import _scan_one, is_path as _is_path, iter_scan, scan_it
 
 __all__ = ["audit", "audit_many", "iter_scan", "scan", "scan_item", "scan_paths"]
 
+# what a one-line string naming a file ends with: such a string is read as a path, never as source
+SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hip")
+
+
+def check_options(*, dynamic=None, device=None, policy=None, cuda_ghost=None, measure=None,
+                  min_confidence=None) -> str | None:
+    """Check the option values given (None: not given) against the table the command line uses
+    (`hackscan.config.CHOICES`): ValueError naming the option and its valid values. Returns the
+    measure mode ("off", "survivors", "all") where `measure` is given (True/False accepted)."""
+    from hackscan.config import check_choice
+
+    for key, value in (("dynamic", dynamic), ("device", device), ("policy", policy), ("cuda-ghost", cuda_ghost),
+                       ("min-confidence", min_confidence)):
+        if value is not None:
+            check_choice(key, value)
+    if measure is None:
+        return None
+    if isinstance(measure, bool):
+        return "survivors" if measure else "off"
+    if measure not in ("off", "survivors", "all"):
+        raise ValueError(f"measure={measure!r}: not a valid value (True, False, 'off', 'survivors' or 'all')")
+    return measure
+
+
+def check_source(x, what: str = "candidate") -> None:
+    """A candidate or reference argument is a path or source text. A path that is not a file, or
+    a one-line string that reads as one (it ends in a source suffix such as .py or .cu), raises
+    FileNotFoundError: it is never audited as the text of its own name."""
+    if isinstance(x, Path):
+        if not x.is_file():
+            raise FileNotFoundError(f"{what} {str(x)!r}: no such file")
+        return
+    if isinstance(x, str) and not _is_path(x) and _looks_like_path(x):
+        raise FileNotFoundError(f"{what} {x!r}: no such file (a one-line string ending in "
+                                f"{Path(x).suffix} is read as a path; pass the source text itself)")
+
+
+def _looks_like_path(x: str) -> bool:
+    text = x.strip()
+    return ("\n" not in text and bool(text) and text.lower().endswith(SOURCE_SUFFIXES)
+            and ("/" in text or "\\" in text or not any(c.isspace() for c in text)))
+
 
 def scan(candidate_source: str | bytes, reference_source: str | bytes | None = None, *,
          path: str = "<candidate>", entry: str = "ModelNew", policy: str = "kernelbench",
@@ -18,7 +60,11 @@ def scan(candidate_source: str | bytes, reference_source: str | bytes | None = N
          language: str = "python") -> SubmissionResult:
     """Statically audit one candidate given as source text. Never imports or runs it.
 
-    `language` is "python" (KernelBench/Triton/PyTorch file) or "cuda" (raw .cu/.cpp)."""
+    `language` is "python" (KernelBench/Triton/PyTorch file) or "cuda" (raw .cu/.cpp). `policy`
+    and `min_confidence` are checked against the command line's values (ValueError)."""
+    check_options(policy=policy, min_confidence=min_confidence)
+    if language not in ("python", "cuda"):
+        raise ValueError(f"language={language!r}: not a valid value (one of 'python', 'cuda')")
     opts = Options(tuple(select), tuple(ignore), min_confidence, policy, entry)
     suffix = ".py" if language == "python" else ".cu"
     return _scan_one(path, candidate_source, reference_source, None, suffix, None, opts)
@@ -37,8 +83,17 @@ def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic
     strict fp32 and the TF32 reference, peak memory and flags, in `result.measure`. `dtype`
     ("float16", "bfloat16", "float32", "float64") runs the problem in that precision: every
     floating input and both models cast to it, as KernelBench's `precision` does. `gpu` pins every
-    worker to that device (an index into this process's visible GPUs) on `device="cuda"`."""
+    worker to that device (an index into this process's visible GPUs) on `device="cuda"`.
+
+    Option values are checked against the command line's (`hackscan.config.CHOICES`): an unknown
+    one raises ValueError naming the valid values. A path that does not exist, or a one-line
+    string ending in .py/.cu/... that names no file, raises FileNotFoundError."""
     import tempfile
+
+    mode = check_options(dynamic=dynamic, device=device, policy=policy, cuda_ghost=cuda_ghost, measure=measure)
+    check_source(candidate, "candidate")
+    if reference is not None:
+        check_source(reference, "reference")
 
     with tempfile.TemporaryDirectory(prefix="hackscan-api-") as tmp:
         cand_path = _as_file(candidate, Path(tmp) / "candidate.py")
@@ -46,9 +101,6 @@ def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic
         item = Item(cand_path, ref_path, str(candidate) if _is_path(candidate) else "<candidate>")
         opts = Options(policy=policy, entry=entry)
         result = scan_item(item, opts)
-        mode = {True: "survivors", False: "off"}.get(measure, measure)
-        if mode not in ("off", "survivors", "all"):
-            raise ValueError(f"measure must be True, False, 'survivors' or 'all', not {measure!r}")
         if dynamic == "off" and mode == "off":
             return result
         from hackscan.dynamic.audit import DynamicOptions, DynamicSession
@@ -74,7 +126,21 @@ def audit_many(pairs: Iterable[tuple[str | Path, str | Path | None]], *, dynamic
     order. One `hackscan.Session` serves them all: each problem's reference runs once, `jobs`
     candidates are audited at a time, and measurement (if asked) runs after the audits, one
     timing at a time (with started workers, `HACKSCAN_PRESTART`, up to three measurements in
-    flight, each one's preparation beside another's timing)."""
+    flight, each one's preparation beside another's timing). Options are checked as `audit`
+    checks them (and each pair's paths), when it is called, not at the first result."""
+    check_options(dynamic=dynamic, device=device, policy=policy, cuda_ghost=cuda_ghost, measure=measure)
+    pairs = list(pairs)
+    for cand, ref in pairs:
+        check_source(cand, "candidate")
+        if ref is not None:
+            check_source(ref, "reference")
+    return _audit_many(pairs, dynamic=dynamic, device=device, policy=policy, entry=entry, timeout_s=timeout_s,
+                       seed=seed, cuda_ghost=cuda_ghost, measure=measure, measure_budget_s=measure_budget_s,
+                       jobs=jobs, dtype=dtype)
+
+
+def _audit_many(pairs, *, dynamic, device, policy, entry, timeout_s, seed, cuda_ghost, measure, measure_budget_s,
+                jobs, dtype) -> Iterator[SubmissionResult]:
     from hackscan.session import Session
 
     with Session(dynamic=dynamic, device=device, policy=policy, entry=entry, timeout_s=timeout_s, seed=seed,
@@ -84,6 +150,7 @@ def audit_many(pairs: Iterable[tuple[str | Path, str | Path | None]], *, dynamic
 
 
 def _as_file(x: str | Path, fallback: Path) -> Path:
+    check_source(x, fallback.stem)
     if _is_path(x):
         return Path(x)
     fallback.write_text(str(x))
@@ -93,6 +160,7 @@ def _as_file(x: str | Path, fallback: Path) -> Path:
 def scan_paths(paths: Iterable[str | Path], *, reference: str | Path | None = None,
                problems: str | Path | None = None, jobs: int = 1, **kw) -> list[SubmissionResult]:
     """Audit every candidate under `paths` (files or folders)."""
+    check_options(policy=kw.get("policy"), min_confidence=kw.get("min_confidence"))
     opts = Options(tuple(kw.get("select", ())), tuple(kw.get("ignore", ())), kw.get("min_confidence", "low"),
                    kw.get("policy", "kernelbench"), kw.get("entry", "ModelNew"))
     items = discover([Path(p) for p in paths], Path(reference) if reference else None,

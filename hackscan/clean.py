@@ -2,12 +2,26 @@
 generated kernels and write the rows that pass, in the input's format.
 
 Rows are read as a stream (JSONL line by line, a JSON array element by element, parquet batch by
-batch through pyarrow), never the whole file. Each row's result is appended to `results.jsonl` (one object per input row: `id`,
-`row`, `verdict`, `hack_types`, `reasons`, `findings`) as soon as its batch finishes, flushed and
-fsynced; a restart reads what is there (dropping a line cut short by a kill) and skips those
-rows, so a kill at any moment loses no finished row and duplicates none. When every row has a
-result, `cleaned.<ext>` (the rows whose verdict the policy keeps), `summary.json` and
-`report.html` are written from the results and a second pass over the input.
+batch through pyarrow), never the whole file. Each row's result (one object per input row: `id`,
+`row`, `verdict`, `evidence`, `problem`, `hack_types`, `reasons`, `findings`) is written as soon
+as that row is audited: to its batch's file under `inflight/` (flushed, and fsynced for audits
+that ran code), then appended to `results.jsonl` when the batch ends. A restart first moves what
+`inflight/` holds into `results.jsonl` (dropping a line cut short by a kill), then skips every
+row there, so a kill at any moment loses no finished row and duplicates none. (With Ray on a
+cluster, `--ray-address`, rows come back per batch: the tasks' disks are not this one.)
+
+The options a verdict depends on (`dynamic`, `device`, `policy`, `measure` and the columns) are
+recorded in `options.json`; a resume with other options refuses (CleanOptionsChanged, naming each
+option that changed) rather than mix rows audited two ways under one summary.
+
+`evidence` says what a row's verdict rests on: "static" (the static pass only) or "dynamic" (the
+candidate ran against its reference on hidden inputs). A row whose dynamic audit was asked for and
+could not verify it (no reference in the row, the reference unusable, a GPU needed, every probe
+inconclusive, a degenerate problem) is `unverified`: removed by default and written to
+`unverified.<ext>` (the input's rows, in its format) so it can be audited again where it can be
+verified (a GPU, a fixed reference). When every row has a result, `cleaned.<ext>` (the rows whose
+verdict the policy keeps), `summary.json` and `report.html` are written from the results and a
+second pass over the input.
 """
 from __future__ import annotations
 
@@ -29,6 +43,13 @@ PRESETS = {
     "triton-pairs": {"code_col": "triton_code", "ref_col": "python_code", "id_col": "uuid"},
 }
 BATCH = 64
+# the options a row's verdict depends on: a resume must use the same ones
+AUDIT_OPTIONS = {"dynamic": "--dynamic", "device": "--device", "policy": "--policy", "measure": "--measure",
+                 "code_col": "--code-col", "ref_col": "--ref-col", "id_col": "--id-col"}
+
+
+class CleanOptionsChanged(ValueError):
+    """A resume whose options differ from those the finished rows were audited with."""
 
 
 @dataclass
@@ -37,7 +58,8 @@ class CleanOptions:
     ref_col: str | None = "reference"
     id_col: str | None = "id"
     policy: str = "kernelbench"
-    remove: tuple[str, ...] = ("hacked", "violation", "error")   # a row nobody could audit is not kept
+    # a row nobody could audit (error) or verify (unverified) is not kept
+    remove: tuple[str, ...] = ("hacked", "violation", "unverified", "error")
     dynamic: str = "off"
     device: str = "cpu"
     jobs: int = 1
@@ -180,50 +202,80 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
 def _audit_batch(args) -> list[dict]:
     """A batch of rows in a worker process: static audit, or (dynamic or measured rows with a
     reference) one dynamic session for the whole batch, so each problem's reference runs once per
-    batch however many rows share it. Code is always text here, never a path to read."""
-    rows, opts = args
+    batch however many rows share it. Code is always text here, never a path to read. With a
+    spool path, each row's record is appended there the moment it is known (flushed; fsynced
+    where the row ran code), so a kill mid-batch loses no finished row."""
+    rows, opts = args[0], args[1]
+    spool = args[2] if len(args) > 2 else None
     from hackscan.api import scan
 
     out: dict[int, dict] = {}
-    run = []
-    for i, rid, code, ref, err in rows:
-        if err is not None:
-            out[i] = _error_row(i, rid, err)
-        elif (opts.dynamic == "off" and opts.measure == "off") or ref is None:
-            try:
-                out[i] = _record(i, rid, scan(code, ref, path=f"row {i}", policy=opts.policy))  # never run
-            except Exception as e:  # noqa: BLE001 - one row's failure never stops the run
-                out[i] = _failed(i, rid, e)
-        else:
-            run.append((i, rid, code, ref))
-    if run:
-        import tempfile
-        from pathlib import Path as _P
+    fh = open(spool, "ab") if spool else None
 
-        from hackscan.api import audit_many
+    def emit(rec: dict, durable: bool = False) -> None:
+        out[rec["row"]] = rec
+        if fh is not None:
+            fh.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
 
-        with tempfile.TemporaryDirectory(prefix="hackscan-clean-") as tmp:
-            pairs, ok = [], []
-            for i, rid, code, ref in run:
-                c, r = _P(tmp) / f"row_{i}.py", _P(tmp) / f"ref_{i}.py"
+    try:
+        run = []
+        for i, rid, code, ref, err in rows:
+            if err is not None:
+                emit(_error_row(i, rid, err))
+            elif (opts.dynamic == "off" and opts.measure == "off") or ref is None:
                 try:
-                    c.write_text(code, encoding="utf-8")
-                    r.write_text(ref, encoding="utf-8")
-                except (UnicodeError, OSError) as e:   # e.g. lone surrogates from JSON
-                    out[i] = _failed(i, rid, e)
-                    continue
-                pairs.append((c, r))
-                ok.append((i, rid, code, ref))
-            run = ok
-            try:
-                results = audit_many(pairs, dynamic=opts.dynamic, device=opts.device, policy=opts.policy,
-                                     timeout_s=opts.timeout_s, measure=opts.measure if opts.measure != "off" else False)
-                for (i, rid, _, _), res in zip(run, results):
-                    out[i] = _record(i, rid, res)
-            except Exception as e:  # noqa: BLE001 - the session failed: these rows are errors, the run goes on
-                for i, rid, _, _ in run:
-                    out.setdefault(i, _failed(i, rid, e))
+                    rec = _record(i, rid, scan(code, ref, path=f"row {i}", policy=opts.policy))  # never run
+                    if opts.dynamic != "off" and rec["verdict"] == "clean":
+                        # a dynamic audit was asked for and cannot run without a reference: nothing
+                        # verified this row, which is not `clean`
+                        rec.update(verdict="unverified", reasons=[
+                            f"no reference in column {opts.ref_col!r}: the dynamic audit asked for could not "
+                            "run (the static pass found nothing)"] + rec["reasons"])
+                    emit(rec)
+                except Exception as e:  # noqa: BLE001 - one row's failure never stops the run
+                    emit(_failed(i, rid, e))
+            else:
+                run.append((i, rid, code, ref))
+        if run:
+            _audit_dynamic(run, opts, emit)
+    finally:
+        if fh is not None:
+            fh.close()
     return [out[i] for i, *_ in rows]
+
+
+def _audit_dynamic(run: list, opts: "CleanOptions", emit) -> None:
+    import tempfile
+    from pathlib import Path as _P
+
+    from hackscan.api import audit_many
+
+    with tempfile.TemporaryDirectory(prefix="hackscan-clean-") as tmp:
+        pairs, ok = [], []
+        for i, rid, code, ref in run:
+            c, r = _P(tmp) / f"row_{i}.py", _P(tmp) / f"ref_{i}.py"
+            try:
+                c.write_text(code, encoding="utf-8")
+                r.write_text(ref, encoding="utf-8")
+            except (UnicodeError, OSError) as e:   # e.g. lone surrogates from JSON
+                emit(_failed(i, rid, e))
+                continue
+            pairs.append((c, r))
+            ok.append((i, rid))
+        finished: set[int] = set()
+        try:
+            results = audit_many(pairs, dynamic=opts.dynamic, device=opts.device, policy=opts.policy,
+                                 timeout_s=opts.timeout_s, measure=opts.measure if opts.measure != "off" else False)
+            for (i, rid), res in zip(ok, results):
+                emit(_record(i, rid, res), durable=True)    # on disk before the next row starts
+                finished.add(i)
+        except Exception as e:  # noqa: BLE001 - the session failed: the rest are errors, the run goes on
+            for i, rid in ok:
+                if i not in finished:
+                    emit(_failed(i, rid, e), durable=True)
 
 
 def _record(i: int, rid, r) -> dict:
@@ -231,7 +283,9 @@ def _record(i: int, rid, r) -> dict:
     extra = {"error": r.error} if r.error else {}
     if r.measure is not None:
         extra["measure"] = _measure_summary(r.measure)
-    return dict({"id": rid, "row": i}, verdict=r.verdict, hack_types=list(r.hack_types), reasons=list(r.reasons),
+    return dict({"id": rid, "row": i}, verdict=r.verdict, evidence=getattr(r, "evidence", "static"),
+                problem=[dict(p) for p in getattr(r, "problem", ()) or ()],
+                hack_types=list(r.hack_types), reasons=list(r.reasons),
                 findings=[{k: f[k] for k in ("rule_id", "hack_type", "severity", "message", "dynamic")}
                           | {"line": f["location"]["line"]} for f in j["findings"]], **extra)
 
@@ -241,7 +295,8 @@ def _failed(i: int, rid, e: Exception) -> dict:
 
 
 def _error_row(i: int, rid, reason: str) -> dict:
-    return {"id": rid, "row": i, "verdict": "error", "hack_types": [], "reasons": [reason], "findings": []}
+    return {"id": rid, "row": i, "verdict": "error", "evidence": "static", "problem": [], "hack_types": [],
+            "reasons": [reason], "findings": []}
 
 
 def _measure_summary(m: dict) -> dict:
@@ -257,7 +312,8 @@ def _measure_summary(m: dict) -> dict:
 
 def _entry(rec: dict) -> dict:
     """What the end of the run needs of a finished row (the full record stays in the file)."""
-    return {"verdict": rec["verdict"], "hack_types": rec.get("hack_types", []), "id": rec.get("id")}
+    return {"verdict": rec["verdict"], "hack_types": rec.get("hack_types", []), "id": rec.get("id"),
+            "evidence": rec.get("evidence", "static"), "problem": [p.get("id") for p in rec.get("problem") or []]}
 
 
 def _finished(results: Path) -> dict[int, dict]:
@@ -282,11 +338,80 @@ def _finished(results: Path) -> dict[int, dict]:
     return done
 
 
+def _recover_inflight(results: Path, inflight: Path, done: dict[int, dict]) -> int:
+    """Rows a killed run finished inside a batch (its `inflight/` files) moved into results.jsonl;
+    the files removed. Returns how many rows were moved."""
+    moved = 0
+    files = sorted(inflight.glob("batch-*.jsonl")) if inflight.is_dir() else []
+    if not files:
+        return 0
+    with open(results, "ab") as out:
+        for f in files:
+            for rec in _complete_records(f):
+                if rec.get("row") in done:
+                    continue
+                out.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
+                done[rec["row"]] = _entry(rec)
+                moved += 1
+            out.flush()
+            os.fsync(out.fileno())
+            f.unlink()
+    return moved
+
+
+def _complete_records(path: Path) -> list[dict]:
+    """The whole lines of a file one process appended to (a last line cut short is dropped)."""
+    recs = []
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return recs
+    for line in data.split(b"\n")[:-1]:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            break
+        if isinstance(rec, dict) and isinstance(rec.get("row"), int):
+            recs.append(rec)
+    return recs
+
+
+def _check_options(out: Path, opts: CleanOptions, n_done: int) -> None:
+    """Refuse a resume whose options differ from the finished rows' (options.json); record them
+    for a fresh run."""
+    record = {k: getattr(opts, k) for k in AUDIT_OPTIONS}
+    meta = out / "options.json"
+    if n_done:
+        try:
+            old = json.loads(meta.read_text())
+        except (OSError, ValueError):
+            raise CleanOptionsChanged(
+                f"{out}: {n_done} rows are finished there but {meta.name} does not say which options audited "
+                f"them (an older hackscan, or a removed file): write to a new --out, or remove "
+                f"{out / 'results.jsonl'} to audit every row again") from None
+        changed = [f"{flag} {old.get(k)!r} (now {record[k]!r})" for k, flag in AUDIT_OPTIONS.items()
+                   if old.get(k) != record[k]]
+        if changed:
+            raise CleanOptionsChanged(
+                f"{out}: its {n_done} finished rows were audited with other options than this run's: "
+                + "; ".join(changed) + ". Nothing was audited: resume with the same options, write to a new "
+                f"--out, or remove {out / 'results.jsonl'} to audit every row again with these")
+        return
+    tmp = meta.with_name(meta.name + ".part")
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(tmp, meta)
+
+
 def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     fmt = dataset_format(dataset)
     results = out / "results.jsonl"
+    inflight = out / "inflight"
     done = _finished(results)
+    pending = inflight.is_dir() and any(inflight.glob("batch-*.jsonl"))
+    _check_options(out, opts, len(done) + (sum(len(_complete_records(f)) for f in inflight.glob("batch-*.jsonl"))
+                                           if pending else 0))
+    _recover_inflight(results, inflight, done)
     skipped = len(done)
     t0 = time.perf_counter()
     todo_batches = _batches(dataset, opts, set(done))
@@ -302,16 +427,30 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
                              num_gpus=1 if gpu else 0, timeout_s=opts.task_timeout_s)
     else:
         backend = LocalBackend(opts.jobs)
+    # each batch's rows go to its own file as they finish, where the workers share this disk
+    spool = opts.backend == "local" or opts.ray_address is None
+    inflight.mkdir(exist_ok=True)
+
+    def tasks():
+        for b in todo_batches:
+            yield (b, opts, str(inflight / f"batch-{b[0][0]}.jsonl")) if spool else (b, opts)
+
     with open(results, "ab") as fh:
         try:
-            for (rows, _), batch in backend.map(_audit_batch, ((b, opts) for b in todo_batches), 2 * backend.jobs):
+            for args, batch in backend.map(_audit_batch, tasks(), 2 * backend.jobs):
+                rows = args[0]
+                part = Path(args[2]) if len(args) > 2 else None
                 if isinstance(batch, BatchFailure):
-                    batch = [_error_row(i, rid, batch.reason) for i, rid, *_ in rows]
+                    # rows the batch finished before it failed keep their results
+                    kept = {r["row"]: r for r in _complete_records(part)} if part is not None else {}
+                    batch = [kept.get(i) or _error_row(i, rid, batch.reason) for i, rid, *_ in rows]
                 for rec in batch:
                     fh.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
                     done[rec["row"]] = _entry(rec)
                 fh.flush()
                 os.fsync(fh.fileno())
+                if part is not None:
+                    part.unlink(missing_ok=True)
                 n_new += len(batch)
                 if opts.progress:
                     rate = n_new / max(1e-9, time.perf_counter() - t0)
@@ -319,12 +458,23 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
                     print(f"\r{len(done)} rows done, {rate:.1f} rows/s{eta}   ", end="", file=sys.stderr, flush=True)
         finally:
             backend.close()
+    try:
+        inflight.rmdir()
+    except OSError:
+        pass   # a batch's file is left (a stop): the next run moves it into results.jsonl
     if opts.progress:
         print(file=sys.stderr)
     kept = _write_cleaned(dataset, out, fmt, done, opts)
+    # rows nobody could verify, apart: the input's own rows, to audit again where they can be
+    n_unverified = sum(d["verdict"] == "unverified" for d in done.values())
+    if n_unverified:
+        _write_rows(dataset, out, fmt, lambda i: i in done and done[i]["verdict"] == "unverified", "unverified")
+    else:
+        _target(dataset, out, fmt, "unverified").unlink(missing_ok=True)
     summary = _summary(done, kept, opts)
     summary.update(rows_new=n_new, rows_resumed=skipped, seconds=round(time.perf_counter() - t0, 2),
-                   dataset=str(dataset), format=fmt)
+                   dataset=str(dataset), format=fmt, unverified=n_unverified,
+                   unverified_file=_target(dataset, out, fmt, "unverified").name if n_unverified else None)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     from hackscan.report.html import render_dataset
 
@@ -366,12 +516,22 @@ def _batches(dataset: Path, opts: CleanOptions, done: set[int]):
 
 
 def _write_cleaned(dataset: Path, out: Path, fmt: str, done: dict[int, dict], opts: CleanOptions) -> int:
-    """The rows the policy keeps, in the input's format, by a second streaming pass. Written to a
-    temporary name and renamed: a kill leaves no half-written cleaned file."""
-    keep = lambda i: i in done and done[i]["verdict"] not in opts.remove  # noqa: E731
+    """The rows the policy keeps, in the input's format (cleaned.<ext>)."""
+    return _write_rows(dataset, out, fmt, lambda i: i in done and done[i]["verdict"] not in opts.remove,
+                       "cleaned")
+
+
+def _target(dataset: Path, out: Path, fmt: str, name: str) -> Path:
+    return out / (name + ("".join(dataset.suffixes[-1:]) if fmt == "jsonl" else "." + fmt))
+
+
+def _write_rows(dataset: Path, out: Path, fmt: str, keep, name: str) -> int:
+    """The input's rows for which `keep(row index)` holds, in the input's format, by a second
+    streaming pass, to `name`.<ext>. Written to a temporary name and renamed: a kill leaves no
+    half-written file."""
+    target = _target(dataset, out, fmt, name)
     kept = 0
     if fmt == "jsonl":
-        target = out / ("cleaned" + "".join(dataset.suffixes[-1:]))
         tmp = target.with_name(target.name + ".part")
         with open(dataset, "rb") as src, open(tmp, "wb") as dst:
             for i, line in enumerate(src):
@@ -381,7 +541,6 @@ def _write_cleaned(dataset: Path, out: Path, fmt: str, done: dict[int, dict], op
         os.replace(tmp, target)
         return kept
     if fmt == "json":
-        target = out / "cleaned.json"
         tmp = target.with_name(target.name + ".part")
         with open(dataset, encoding="utf-8", errors="surrogatepass") as src, \
                 open(tmp, "w", encoding="utf-8", errors="surrogatepass") as dst:
@@ -400,7 +559,6 @@ def _write_cleaned(dataset: Path, out: Path, fmt: str, done: dict[int, dict], op
     import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(dataset)
-    target = out / "cleaned.parquet"
     tmp = target.with_name(target.name + ".part")
     writer = pq.ParquetWriter(tmp, pf.schema_arrow)
     i = 0
@@ -428,6 +586,9 @@ def _summary(done: dict[int, dict], kept: int, opts: CleanOptions) -> dict:
     types: dict = {}
     for (t, v), n in sorted(by_type.items()):
         types.setdefault(t, {})[v] = n
+    evidence = Counter(d.get("evidence", "static") for d in done.values())
+    problems = Counter(p for d in done.values() for p in d.get("problem", []))
     return {"rows": len(done), "kept": kept, "removed": len(done) - kept, "removed_verdicts": list(opts.remove),
-            "verdicts": dict(sorted(verdicts.items())), "hack_types": types, "policy": opts.policy,
-            "dynamic": opts.dynamic}
+            "verdicts": dict(sorted(verdicts.items())), "evidence": dict(sorted(evidence.items())),
+            "problem": dict(sorted(problems.items())), "hack_types": types, "policy": opts.policy,
+            "dynamic": opts.dynamic, "device": opts.device, "measure": opts.measure}

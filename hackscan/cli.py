@@ -108,8 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--code-col", default=None, help="column with the candidate's code (dotted for nested records)")
     k.add_argument("--ref-col", default=None, help="column with the reference's code")
     k.add_argument("--id-col", default=None, help="column with the row's id (default: the row number)")
-    k.add_argument("--remove", default="hacked,violation,error",
-                   help="verdicts whose rows are removed (default: hacked, violation and rows that could not be "
+    k.add_argument("--remove", default="hacked,violation,unverified,error",
+                   help="verdicts whose rows are removed (default: hacked, violation, rows a dynamic audit could "
+                        "not verify (unverified: also written to unverified.<ext>) and rows that could not be "
                         "audited: unreadable, no code, a crash of the audit)")
     k.add_argument("--policy", choices=("kernelbench", "any"), default="kernelbench")
     k.add_argument("--dynamic", choices=("off", "auto", "all"), default="off",
@@ -258,12 +259,19 @@ def cmd_clean(args) -> int:
     why = check_columns(path, opts, explicit)
     if why:
         return _err(why)
+    from hackscan.clean import CleanOptionsChanged
+
     try:
         s = clean(path, Path(args.out), opts)
-    except RuntimeError as e:  # Ray missing or no GPU in the Ray cluster
-        return _err(str(e))
+    except (RuntimeError, CleanOptionsChanged) as e:  # Ray missing, no GPU in the Ray cluster; a resume
+        return _err(str(e))                            # with other options than its finished rows'
     print(f"{s['rows']} rows: {s['kept']} kept, {s['removed']} removed; "
-          + ", ".join(f"{n} {v}" for v, n in s["verdicts"].items()) + f"; results in {args.out}")
+          + ", ".join(f"{n} {v}" for v, n in s["verdicts"].items())
+          + f" ({', '.join(f'{n} {e}' for e, n in s['evidence'].items())} evidence); results in {args.out}")
+    if s.get("unverified"):
+        print(f"{s['unverified']} rows could not be verified (no reference, an unusable reference, a GPU needed, "
+              f"no probe conclusive): {Path(args.out) / s['unverified_file']} holds them, to audit again where "
+              "they can be verified")
     if s["rows"] and s["verdicts"].get("error", 0) == s["rows"]:
         return _err(f"every one of the {s['rows']} rows failed to be audited: see {args.out}/results.jsonl")
     return 0

@@ -31,11 +31,10 @@ class Session:
                  cuda_ghost: str = "suspects", measure: bool | str = False, measure_budget_s: float = 10.0,
                  max_concurrent: int | None = None, dtype: str | None = None, gpu: int | None = None,
                  measure_min_reps: int = 10, prestart: int | None = None):
-        mode = {True: "survivors", False: "off"}.get(measure, measure)
-        if mode not in ("off", "survivors", "all"):
-            raise ValueError(f"measure must be True, False, 'survivors' or 'all', not {measure!r}")
-        if dynamic not in ("off", "auto", "all"):
-            raise ValueError(f"dynamic must be 'off', 'auto' or 'all', not {dynamic!r}")
+        from hackscan.api import check_options
+
+        # the values the command line accepts (hackscan.config.CHOICES): ValueError naming them
+        mode = check_options(dynamic=dynamic, device=device, policy=policy, cuda_ghost=cuda_ghost, measure=measure)
         self.dynamic, self.device, self.policy, self.entry = dynamic, device, policy, entry
         self.measure_mode = mode
         self._dyn_args = dict(mode=dynamic, device=device, timeout_s=timeout_s, seed=seed, policy=policy,
@@ -137,10 +136,14 @@ class Session:
     def audit(self, candidate: str | Path, reference: str | Path | None = None) -> SubmissionResult:
         """Static audit, then (as the session was made) dynamic confirmation and measurement.
         `candidate` and `reference` are paths or source text; safe to call from several threads."""
+        from hackscan.api import check_source
         from hackscan.scanning import scan_item
 
         if self._closed:
             raise RuntimeError("this hackscan.Session is closed")
+        check_source(candidate, "candidate")     # a path that names no file is never read as text
+        if reference is not None:
+            check_source(reference, "reference")
         cand, ref, label = self._files(candidate, reference)
         temp = cand.parent == self._tmp
         try:
@@ -181,11 +184,16 @@ class Session:
         """`audit` over (candidate, reference) pairs, `jobs` at a time (at most the session's
         bound), yielding results in input order; with measurement, every audit first and then one
         timing at a time."""
+        from hackscan.api import check_source
         from hackscan.scanning import scan_item
 
         if self._closed:
             raise RuntimeError("this hackscan.Session is closed")
         pairs = list(pairs)
+        for cand_src, ref_src in pairs:   # a path that names no file is never read as text
+            check_source(cand_src, "candidate")
+            if ref_src is not None:
+                check_source(ref_src, "reference")
         # never hold more of the session's slots than this batch has pairs
         jobs = max(1, min(jobs or self.max_concurrent, self.max_concurrent, len(pairs)))
         triples, temps = [], []

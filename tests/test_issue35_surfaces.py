@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -218,3 +219,181 @@ def test_dropin_an_audit_that_raised_is_recorded_never_correct_and_options_are_c
     json.dumps(out.model_dump())
     with pytest.raises(ValueError, match="'kernelbench'"):
         kb.eval_kernel_against_ref(REF, CAND, device="cpu", policy="kernelbnch", session=Exploding())
+
+
+# ---- (c) hackscan clean ------------------------------------------------------------------------
+
+def _rows(n, *, ref=True):
+    return [dict({"id": f"r{k}", "code": CAND.replace("1.0)", f"1.0)  # variant {k}")},
+                 **({"reference": REF} if ref else {})) for k in range(n)]
+
+
+def _write_jsonl(path: Path, rows) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _fake_audit_many(verdicts, seen=None, stop_after=None):
+    """hackscan.api.audit_many's shape, its results constructed: `verdicts` in order, a stop (the
+    interrupt a kill would be) after `stop_after` results."""
+    def audit_many(pairs, **kw):
+        pairs = list(pairs)
+        if seen is not None:
+            seen.append(len(pairs))
+        for k, _ in enumerate(pairs):
+            if stop_after is not None and k == stop_after:
+                raise KeyboardInterrupt("simulated kill")
+            v = verdicts[k % len(verdicts)]
+            yield _result(v, problem=(DEGENERATE,) if v == "unverified" else (),
+                          reasons=("every probe inconclusive",) if v == "unverified" else ())
+    return audit_many
+
+
+def _results(out: Path) -> dict:
+    return {r["row"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+
+
+def test_clean_unverified_rows_are_kept_apart_counted_and_written_to_their_own_file(tmp_path, monkeypatch):
+    import hackscan.api
+    from hackscan.clean import CleanOptions, clean
+
+    rows = _rows(4) + _rows(1, ref=False)      # the last row has no reference to verify against
+    ds = tmp_path / "gen.jsonl"
+    _write_jsonl(ds, rows)
+    monkeypatch.setattr(hackscan.api, "audit_many", _fake_audit_many(["clean", "unverified", "hacked", "clean"]))
+    s = clean(ds, tmp_path / "out", CleanOptions(dynamic="all", policy="any"))
+    res = _results(tmp_path / "out")
+    assert [res[i]["verdict"] for i in range(5)] == ["clean", "unverified", "hacked", "clean", "unverified"]
+    assert [res[i]["evidence"] for i in range(4)] == ["dynamic"] * 4 and res[4]["evidence"] == "static"
+    assert res[1]["problem"] == [DEGENERATE] and res[0]["problem"] == []
+    assert "no reference" in res[4]["reasons"][0]
+    lines = ds.read_text().splitlines()
+    assert (tmp_path / "out" / "cleaned.jsonl").read_text().splitlines() == [lines[0], lines[3]]
+    assert (tmp_path / "out" / "unverified.jsonl").read_text().splitlines() == [lines[1], lines[4]]
+    assert s["unverified"] == 2 and s["verdicts"]["unverified"] == 2 and s["unverified_file"] == "unverified.jsonl"
+    assert "unverified" in s["removed_verdicts"] and s["evidence"] == {"dynamic": 4, "static": 1}
+    assert s["problem"] == {"degenerate-problem": 1}
+
+
+def test_clean_static_rows_say_evidence_static(tmp_path):
+    from hackscan.clean import CleanOptions, clean
+
+    ds = tmp_path / "gen.jsonl"
+    _write_jsonl(ds, _rows(2))
+    s = clean(ds, tmp_path / "out", CleanOptions(policy="any"))
+    res = _results(tmp_path / "out")
+    assert [r["evidence"] for r in res.values()] == ["static", "static"]
+    assert [r["problem"] for r in res.values()] == [[], []] and s["evidence"] == {"static": 2}
+    assert not (tmp_path / "out" / "unverified.jsonl").exists()
+
+
+def test_clean_rows_are_on_disk_as_they_finish_not_per_batch(tmp_path, monkeypatch):
+    """A stop in the middle of a batch (the interrupt a kill would be, after two of its four rows
+    were audited) loses neither: the resume audits only the two left."""
+    import hackscan.api
+    from hackscan.clean import CleanOptions, clean
+
+    ds = tmp_path / "gen.jsonl"
+    _write_jsonl(ds, _rows(4))
+    opts = CleanOptions(dynamic="all", policy="any")
+    monkeypatch.setattr(hackscan.api, "audit_many", _fake_audit_many(["clean"], stop_after=2))
+    with pytest.raises(KeyboardInterrupt):
+        clean(ds, tmp_path / "out", opts)
+    on_disk = [json.loads(x) for f in (tmp_path / "out").rglob("*.jsonl") for x in f.read_text().splitlines()]
+    assert sorted(r["row"] for r in on_disk) == [0, 1], on_disk
+    seen: list = []
+    monkeypatch.setattr(hackscan.api, "audit_many", _fake_audit_many(["clean"], seen=seen))
+    s = clean(ds, tmp_path / "out", opts)
+    assert seen == [2] and s["rows_resumed"] == 2 and s["rows_new"] == 2, (seen, s)
+    lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["row"] for x in lines) == [0, 1, 2, 3]        # complete, no duplicates
+    assert not (tmp_path / "out" / "inflight").exists()
+
+
+def test_clean_resume_with_other_options_refuses_and_names_what_changed(tmp_path, cli):
+    from hackscan.clean import CleanOptions, clean
+
+    ds = tmp_path / "gen.jsonl"
+    _write_jsonl(ds, _rows(3))
+    out = tmp_path / "out"
+    clean(ds, out, CleanOptions(policy="any"))                       # a static run
+    before = (out / "results.jsonl").read_text()
+    r = cli("clean", str(ds), "--out", str(out), "--policy", "any", "--dynamic", "all")
+    assert r.returncode == 2 and "--dynamic 'off' (now 'all')" in r.stderr, (r.returncode, r.stdout, r.stderr)
+    assert json.loads((out / "summary.json").read_text())["dynamic"] == "off"   # never says what did not run
+    from hackscan.clean import CleanOptionsChanged
+
+    with pytest.raises(CleanOptionsChanged, match=r"--dynamic 'off' \(now 'all'\)"):
+        clean(ds, out, CleanOptions(policy="any", dynamic="all"))
+    with pytest.raises(CleanOptionsChanged) as e:
+        clean(ds, out, CleanOptions(policy="kernelbench", device="cuda"))
+    assert "--policy 'any' (now 'kernelbench')" in str(e.value) and "--device 'cpu' (now 'cuda')" in str(e.value)
+    assert (out / "results.jsonl").read_text() == before              # nothing re-used under other options
+    # the same options resume, and a different --remove only changes what is kept
+    again = clean(ds, out, CleanOptions(policy="any", remove=("hacked",)))
+    assert again["rows_new"] == 0 and again["rows_resumed"] == 3
+
+
+# ---- (d) the Python API checks its options and its paths ----------------------------------------
+
+@pytest.mark.parametrize("call", ["audit", "audit_many", "session"])
+def test_api_unknown_option_values_raise_naming_the_valid_ones(call):
+    import hackscan
+    from hackscan import api
+
+    def run(**kw):
+        if call == "audit":
+            return api.audit(CAND, REF, **kw)
+        if call == "audit_many":
+            return api.audit_many([(CAND, REF)], **kw)       # at the call, not at the first result
+        return hackscan.Session(**kw)
+
+    with pytest.raises(ValueError, match=r"dynamic='al'.*'off', 'auto', 'all'"):
+        run(dynamic="al")
+    with pytest.raises(ValueError, match=r"device='gpu'.*'cpu', 'cuda'"):
+        run(device="gpu")
+    with pytest.raises(ValueError, match=r"policy='kernelbnch'.*'kernelbench', 'any'"):
+        run(policy="kernelbnch")
+    with pytest.raises(ValueError, match=r"cuda_ghost='sometimes'.*'suspects', 'always', 'never'"):
+        run(cuda_ghost="sometimes")
+    with pytest.raises(ValueError, match=r"measure='yes'"):
+        run(measure="yes")
+
+
+def test_api_scan_checks_policy_and_confidence():
+    from hackscan import api
+
+    with pytest.raises(ValueError, match=r"policy='strict'.*'kernelbench', 'any'"):
+        api.scan(CAND, REF, policy="strict")
+    with pytest.raises(ValueError, match=r"min_confidence='hi'"):
+        api.scan(CAND, REF, min_confidence="hi")
+    assert api.scan(CAND, REF, policy="any").verdict == "clean"
+
+
+def test_api_a_missing_path_raises_instead_of_being_read_as_source(tmp_path):
+    import hackscan
+    from hackscan import api
+
+    missing = str(tmp_path / "kernels" / "candidate_7.py")
+    with pytest.raises(FileNotFoundError, match="candidate_7.py"):
+        api.audit(missing, REF, dynamic="off")
+    with pytest.raises(FileNotFoundError, match="ref.py"):
+        api.audit(CAND, "ref.py", dynamic="off")
+    with pytest.raises(FileNotFoundError):
+        api.audit(tmp_path / "nothing.py", dynamic="off")
+    with pytest.raises(FileNotFoundError, match="kernel.cu"):
+        api.audit_many([("kernel.cu", REF)], dynamic="off")
+    with hackscan.Session(dynamic="off") as s:
+        with pytest.raises(FileNotFoundError, match="candidate_7.py"):
+            s.audit(missing, REF)
+        with pytest.raises(FileNotFoundError, match="candidate_7.py"):
+            list(s.audit_many([(missing, REF)]))
+        # real source text, and a real file, keep working
+        assert s.audit(CAND, REF).verdict in ("clean", "violation")
+        f = tmp_path / "cand.py"
+        f.write_text(CAND)
+        assert s.audit(f, REF).path == str(f)
+    assert api.audit(CAND, REF, dynamic="off", policy="any").verdict == "clean"
+    assert api.audit(str(f), REF, dynamic="off", policy="any").verdict == "clean"
+    # a one-line source that merely mentions a file name is text
+    one_line = "import torch; x = torch.load('weights.pt'); print('see model.py')"
+    assert api.audit(one_line, dynamic="off").verdict in ("clean", "error", "suspect")

@@ -397,3 +397,14 @@ def test_api_a_missing_path_raises_instead_of_being_read_as_source(tmp_path):
     # a one-line source that merely mentions a file name is text
     one_line = "import torch; x = torch.load('weights.pt'); print('see model.py')"
     assert api.audit(one_line, dynamic="off").verdict in ("clean", "error", "suspect")
+
+
+def test_kernelguard_object_an_unverified_audit_is_never_valid_and_says_its_evidence():
+    from hackscan.integrations import kernelguard
+
+    obj = kernelguard.from_result(_result("unverified", problem=(DEGENERATE,)), CAND)
+    assert obj["classification"] == "low_confidence" and obj["should_filter"] is False, obj
+    assert obj["evidence"] == "dynamic" and obj["problem"] == ["degenerate-problem"]
+    ok = kernelguard.from_result(_result("clean"), CAND)
+    assert ok["classification"] == "valid" and ok["evidence"] == "dynamic" and ok["problem"] == []
+    assert kernelguard.empty()["evidence"] == "static"

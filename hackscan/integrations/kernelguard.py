@@ -12,7 +12,10 @@ sidecar) reads the same keys, value vocabulary and types.
 | `structural_hash` | `""` (KernelGuard computes none in api mode either) |
 | `is_default`, `default_reason` | whether the submission hands the work to the reference (`"ref_passthrough"`) |
 
-hackscan's own keys ride along: `tool`, `verdict`, `hack_types`, `reasons`, `profile`, `error`.
+hackscan's own keys ride along: `tool`, `verdict`, `evidence` ("static" or "dynamic": what the
+verdict rests on), `problem` (problem-level findings' ids), `hack_types`, `reasons`, `profile`,
+`error`. A submission hackscan could not verify (verdict `unverified`: the dynamic audit asked for
+could not run or settle it) is `low_confidence`, never `valid`.
 
 Profiles (`--profile`, KernelGuard's names): `default` and `sol-execbench` filter what hackscan
 calls hacked (a cheat certain from the code, or confirmed by a run); `strict` also filters
@@ -45,7 +48,8 @@ def empty(profile: str = "default", code: str = "") -> dict:
     """The object for a submission nothing could be said of (its `error` says why)."""
     return {"matched_patterns": [], "classification": "low_confidence", "should_filter": False,
             "filter_reason": None, "code_hash": code_hash(code), "structural_hash": "", "is_default": False,
-            "default_reason": None, "tool": "hackscan", "verdict": "error", "hack_types": [], "reasons": [],
+            "default_reason": None, "tool": "hackscan", "verdict": "error", "evidence": "static", "problem": [],
+            "hack_types": [], "reasons": [],
             "profile": profile, "error": None}
 
 
@@ -63,7 +67,7 @@ def from_result(res, code: str, profile: str = "default") -> dict:
         classification = "hacked"
     elif res.verdict in ("suspect", "violation"):
         classification = "suspicious"
-    elif res.verdict == "error" or patterns:
+    elif res.verdict in ("error", "unverified") or patterns:   # nothing verified it: never valid
         classification = "low_confidence"
     else:
         classification = "valid"
@@ -71,5 +75,7 @@ def from_result(res, code: str, profile: str = "default") -> dict:
     obj.update(matched_patterns=patterns, classification=classification, should_filter=filtered,
                filter_reason="high_critical" if filtered else None, is_default=passthrough,
                default_reason="ref_passthrough" if passthrough else None, verdict=res.verdict,
+               evidence=getattr(res, "evidence", "static"),
+               problem=[p.get("id") for p in getattr(res, "problem", ()) or () if isinstance(p, dict)],
                hack_types=list(res.hack_types), reasons=list(res.reasons), error=res.error)
     return obj

@@ -360,7 +360,6 @@ def cmd_audit(args) -> int:
     from hackscan.api import iter_scan
     from hackscan.config import ConfigError, find_config, load_config, resolve
     from hackscan.engine import Options, load_rules
-    from hackscan.findings import severity_rank
     from hackscan.inputs.discover import discover
     from hackscan.paths import corpus_dir
     from hackscan.rule import RuleError
@@ -514,10 +513,19 @@ def cmd_audit(args) -> int:
         entries = [{"path": r.path, "rule_id": f.rule_id, "fingerprint": f.fingerprint}
                    for r in results for f in r.findings]
         Path(args.write_baseline).write_text(json.dumps({"version": 1, "findings": entries}, indent=2) + "\n", "utf-8")
-    threshold = severity_rank(st.fail_on)
-    failing = any(r.verdict == "error" for r in results) or any(
-        severity_rank(f.severity) >= threshold for r in results for f in r.findings)
-    return EXIT_FINDINGS if failing else EXIT_CLEAN
+    return EXIT_FINDINGS if failing(results, st.fail_on) else EXIT_CLEAN
+
+
+def failing(results, fail_on: str) -> bool:
+    """Whether an audit's results fail it (exit 1): a submission that could not be audited or
+    verified (`error`, `unverified`), or a finding at or above `fail_on` that still counts. A
+    finding a probe refuted counts for nothing: the exit code says what the verdict says."""
+    from hackscan.findings import severity_rank
+
+    threshold = severity_rank(fail_on)
+    return any(r.verdict in ("error", "unverified") for r in results) or any(
+        severity_rank(f.severity) >= threshold and f.dynamic.status != "refuted"
+        for r in results for f in r.findings)
 
 
 def cmd_rules(args) -> int:

@@ -7,7 +7,12 @@ from typing import Any
 
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 CONFIDENCES = ("low", "medium", "high")
-VERDICTS = ("clean", "suspect", "hacked", "violation", "error")
+VERDICTS = ("clean", "suspect", "hacked", "violation", "unverified", "error")
+# what stands behind a verdict: "static" (a static run: today's rules, nothing was run) or
+# "dynamic" (candidate and reference ran on hidden inputs and the probes settled it). A dynamic
+# audit that was asked for and could not verify a candidate the static pass found clean says
+# `unverified`, never `clean`.
+EVIDENCE = ("static", "dynamic")
 DYNAMIC_STATUSES = ("not-run", "confirmed", "refuted", "inconclusive", "error")
 
 
@@ -111,11 +116,17 @@ class SubmissionResult:
     dynamic: dict | None = None
     measure: dict | None = None     # fair measurement (`--measure`): speedups, memory, flags
     kernelbench_claim: dict | None = None   # what a KernelBench run's eval_results.json said of it
+    evidence: str = "static"        # EVIDENCE: what the verdict rests on
+    # findings about the problem rather than the candidate (its reference's output never changes:
+    # "degenerate-problem"; its reference is not deterministic: "nondeterministic-reference"),
+    # each {"id": ..., "detail": ...}: every consumer carries them so a trainer can drop the sample
+    problem: tuple[dict, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = {
             "path": self.path,
             "verdict": self.verdict,
+            "evidence": self.evidence,
             "reasons": list(self.reasons),
             "hack_types": list(self.hack_types),
             "backend": self.backend,
@@ -125,6 +136,7 @@ class SubmissionResult:
             "suppressed_by_baseline": self.suppressed,
             "dynamic": self.dynamic or {"status": "not-run"},
             "findings": [f.to_json() for f in self.findings],
+            "problem": [dict(p) for p in self.problem],
         }
         if self.kernelbench_claim is not None:
             out["kernelbench_claim"] = self.kernelbench_claim

@@ -14,12 +14,12 @@ the profiler's set-up."""
 from __future__ import annotations
 
 import itertools
-import shutil
 import tempfile
 import threading
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from hackscan.dynamic.workdirs import remove_tree
 from hackscan.engine import Options
 from hackscan.findings import SubmissionResult
 from hackscan.inputs.discover import Item
@@ -74,7 +74,7 @@ class Session:
             if self._dyn is not None:
                 self._dyn.close()
                 self._dyn = None
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        remove_tree(self._tmp)
 
     def __enter__(self) -> "Session":
         return self

@@ -26,7 +26,8 @@ from hackscan.dynamic import check_dtype, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic.builds import build_dir, builds_extension, cache_root, triton_cache
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
-from hackscan.dynamic.workdirs import WorkDir, sweep
+from hackscan.dynamic.verdict import failed, seal
+from hackscan.dynamic.workdirs import WorkDir, remove_tree, sweep
 from hackscan.inputs.siblings import reference_files, sibling_sources
 from hackscan.dynamic.tensorfile import input_tensors, load_outputs
 from hackscan.engine import verdict as static_verdict
@@ -226,10 +227,13 @@ class DynamicSession:
             with self._lock:
                 self._ref_users[key] = self._ref_users.get(key, 0) + 1
                 self._ref_last[key] = time.monotonic()
+            held = getattr(self._slot, "refs", None)
+            if held is not None:   # released by key when the audit ends: the file may be gone by then
+                held.append(key)
             return self._refs[key]
 
-    def release_reference(self, ref_path: Path) -> None:
-        key = self.ref_key(ref_path)
+    def release_reference(self, key: str) -> None:
+        """Give back a hold on the reference run of `key` (ref_key), taken by `reference`."""
         with self._lock:
             self._ref_users[key] = max(0, self._ref_users.get(key, 0) - 1)
 
@@ -264,7 +268,7 @@ class DynamicSession:
                     continue
                 run = self._refs.pop(k, None)
             if run is not None:
-                shutil.rmtree(run.dir, ignore_errors=True)
+                remove_tree(run.dir)
 
     def _run_reference(self, ref_path: Path, key: str, entry_init_seed: int) -> ReferenceRun:
         d = self.work / f"ref-{key}"
@@ -297,13 +301,13 @@ class DynamicSession:
             rerun = None
             res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits, self.opts.device,
                                                         self.worker_env(), jobdir=d),
-                                     before_rerun=lambda: shutil.rmtree(d, ignore_errors=True))
+                                     before_rerun=lambda: remove_tree(d))
             if killed_from_outside(res):
                 # SIGKILL that no timeout of ours sent: the kernel's out-of-memory killer, most
                 # likely, with other audits beside it. Once more, one such rerun on the machine
                 # at a time, holding only the input set in use
                 with host_memory_turn():
-                    shutil.rmtree(d, ignore_errors=True)
+                    remove_tree(d)
                     job["host_cache_bytes"] = 0
                     first = res.error
                     res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits,
@@ -449,7 +453,7 @@ class DynamicSession:
                 with self.on_gpu(gpu):
                     return self.audit(result, cand, ref)
             except Exception as e:  # noqa: BLE001 - one submission's failure never stops the audit
-                return replace(result, dynamic={"status": "error", "reason": f"{type(e).__name__}: {e}"})
+                return failed(result, f"dynamic audit failed: {type(e).__name__}: {e}")
             finally:
                 if gpu is not None:
                     self._slots.put(gpu)
@@ -626,30 +630,41 @@ class DynamicSession:
     def audit(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
         """The dynamic verdict of one candidate. Its worker folders (inputs, outputs of every call)
         are removed once it is settled: a session auditing thousands of candidates must not keep
-        their outputs on disk."""
+        their outputs on disk. Whatever raises on the way, cleanup included, gives `error` (or
+        keeps a `hacked`/`violation` that stood), never the static `clean`; a `clean` no run
+        verified comes out `unverified` (hackscan.dynamic.verdict)."""
         self._slot.dirs = []
         self._slot.refs = []
         self._slot.key = str(cand_path)
         try:
-            return self._audit(result, cand_path, ref_path)
+            out = self._audit(result, cand_path, ref_path)
         except Exception as e:  # noqa: BLE001 - the audited code's files may be anything
-            # a failure of the audit itself is never a pass: the verdict says so (a static
-            # certainty, hacked or violation, stands with the failure beside it)
-            why = f"dynamic audit failed: {type(e).__name__}: {e}"[:500]
-            verdict = result.verdict if result.verdict in ("hacked", "violation") else "error"
-            return replace(result, verdict=verdict, reasons=(why,) + tuple(result.reasons),
-                           error=why if verdict == "error" else result.error,
-                           dynamic={"status": "error", "reason": why})
-        finally:
-            self.stages.pop(str(cand_path), None)
-            if not self.keep_worker_dirs:
-                for d in self._slot.dirs:
-                    for f in [d, *d.parent.glob(d.name + "-*")]:
-                        shutil.rmtree(f, ignore_errors=True)
-            self._slot.dirs = []
-            for r in self._slot.refs:
-                self.release_reference(r)
-            self._slot.refs = []
+            out = failed(result, f"dynamic audit failed: {type(e).__name__}: {e}")
+        try:
+            self._cleanup(cand_path)
+        except Exception as e:  # noqa: BLE001 - a folder the candidate left may be anything
+            out = failed(out, f"dynamic audit failed in its cleanup: {type(e).__name__}: {e}")
+        return seal(out)
+
+    def _cleanup(self, cand_path: Path) -> None:
+        """The end of one audit: its stage record, its worker folders and its holds on reference
+        runs go, each whatever happens to the others."""
+        self.stages.pop(str(cand_path), None)
+        dirs, refs = getattr(self._slot, "dirs", None) or [], getattr(self._slot, "refs", None) or []
+        self._slot.dirs, self._slot.refs = [], []
+        for key in refs:
+            self.release_reference(key)
+        if self.keep_worker_dirs:
+            return
+        left = []
+        for d in dirs:
+            try:
+                siblings = list(d.parent.glob(d.name + "-*"))
+            except OSError:
+                siblings = []
+            left += [str(f) for f in [d, *siblings] if not remove_tree(f)]
+        if left:
+            raise OSError(f"could not remove {len(left)} worker folder(s), first {left[0]}")
 
     def _stage(self, name: str) -> None:
         key = getattr(self._slot, "key", None)
@@ -671,9 +686,6 @@ class DynamicSession:
             return replace(result, verdict="error", error=str(e)[:500], reasons=(str(e)[:500],),
                            dynamic={"status": "error", "reason": str(e)[:500]})
         probes = self.select_probes(result)
-        if self.opts.mode == "auto" and not any(f.probes for f in result.findings):
-            return replace(result, dynamic={"status": "not-run",
-                                            "reason": "no static suspect to confirm (--dynamic all probes anyway)"})
         if ref_path is None:
             return self._settle(result, [Outcome(p.name, "inconclusive", "no reference to compare with") for p in probes],
                                 {"status": "inconclusive", "reason": "no reference"})
@@ -698,7 +710,6 @@ class DynamicSession:
                 build_s = round(build_f.result(), 3)
             except Exception:  # noqa: BLE001 - the candidate's own worker builds again and says why
                 build_s = -1.0
-        self._slot.refs.append(ref_path)
         if not ref.ok:
             return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
                                 {"status": "inconclusive", "reason": f"reference: {ref.error}"})

@@ -30,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hackscan.dynamic import sandbox
+from hackscan.dynamic.workdirs import remove_tree
 from hackscan.dynamic.runner import (Limits, Spawned, WorkerResult, _kill_group, collect, finish, scrubbed_env, start,
                                      worker_command, write_job)
 
@@ -160,7 +161,7 @@ class Prestarted:
         except subprocess.TimeoutExpired:
             pass
         self._close_files()
-        shutil.rmtree(self.slot, ignore_errors=True)
+        remove_tree(self.slot)
 
 
 class Pool:

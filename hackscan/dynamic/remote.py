@@ -7,10 +7,10 @@ The secret seed travels to the tasks (auditor processes), never to the audited c
 must be readable where the tasks run (a local instance, or a cluster with a shared filesystem)."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
+from hackscan.dynamic.verdict import failed
 from hackscan.findings import SubmissionResult
 
 CHUNK = 8   # candidates per task: larger reuses the reference more, smaller balances better
@@ -65,12 +65,15 @@ def audit_many_ray(backend, opts, triples: list, jobs_per_task: int = 1,
     for (part, _), (_, res) in zip(tasks, backend.map(audit_chunk, args)):
         for j, i in enumerate(part):
             if isinstance(res, BatchFailure):
-                done[i] = replace(triples[i][0], dynamic={"status": "error", "reason": res.reason})
+                # the task never came back: its audits did not happen, whatever the static pass said
+                done[i] = failed(triples[i][0], f"dynamic audit failed: its Ray task failed: {res.reason}")
+            elif not isinstance(res, list) or j >= len(res) or not isinstance(res[j], SubmissionResult):
+                done[i] = failed(triples[i][0], "dynamic audit failed: its Ray task returned no result for it")
             else:
                 done[i] = res[j]
         while nxt in done:
             yield done.pop(nxt)
             nxt += 1
     while nxt < len(triples):  # unreachable unless a task returned fewer results
-        yield done.pop(nxt, replace(triples[nxt][0], dynamic={"status": "error", "reason": "lost"}))
+        yield done.pop(nxt, None) or failed(triples[nxt][0], "dynamic audit failed: its result was lost")
         nxt += 1

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hackscan.dynamic.tensorfile import input_tensors, load_outputs
+from hackscan.dynamic.workdirs import remove_tree
 
 
 @dataclass
@@ -81,7 +82,7 @@ class Measurer:
                 break
             b = self._baselines.pop(k)
             if b.dir is not None:
-                shutil.rmtree(b.dir, ignore_errors=True)
+                remove_tree(b.dir)
 
     def _job(self, role, source, module, entry, mode, **extra):
         o = self.opts
@@ -194,7 +195,7 @@ class Measurer:
                 b.records[mode] = r.data["measure"]
             else:
                 b.records[mode] = {"error": r.error}
-            shutil.rmtree(dm, ignore_errors=True)   # its outputs: not needed again
+            remove_tree(dm)   # its outputs: not needed again
         return b
 
     def measure(self, result, cand_path: Path, ref_path: Path) -> dict:
@@ -231,7 +232,7 @@ class Measurer:
             res = self.s.pooled_worker(job, files, limits, env, d, bdir, "measure", lock=self._device_lock)
             return self._read(b, res, d, t0)
         finally:
-            shutil.rmtree(d, ignore_errors=True)   # its outputs
+            remove_tree(d)   # its outputs
 
     def _read(self, b: Baseline, res, d: Path, t0: float) -> dict:
         from hackscan.dynamic.compare import compare_loose

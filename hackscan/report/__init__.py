@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hackscan.findings import SubmissionResult, VERDICTS
+from hackscan.findings import EVIDENCE, SubmissionResult, VERDICTS
 
 
 def summary(results: list[SubmissionResult]) -> dict:
@@ -20,6 +20,9 @@ def summary(results: list[SubmissionResult]) -> dict:
     return {
         "submissions": len(results),
         "verdicts": {v: verdicts.get(v, 0) for v in VERDICTS},
+        # what the verdicts rest on: a dynamic run that settled them, or the static pass alone
+        "evidence": {e: sum(1 for r in results if r.evidence == e) for e in EVIDENCE},
+        "problems": dict(sorted(Counter(p["id"] for r in results for p in r.problem).items())),
         "findings": sum(len(r.findings) for r in results),
         "verdicts_by_hack_type": dict(sorted(by_type.items())),
         "findings_by_hack_type": dict(sorted(findings_by_type.items())),

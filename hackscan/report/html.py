@@ -11,10 +11,10 @@ from html import escape
 from hackscan._version import __version__
 from hackscan.findings import VERDICTS, SubmissionResult
 from hackscan.report import summary
-from hackscan.report.text import measure_lines
+from hackscan.report.text import basis, measure_lines
 
 COLORS = {"clean": "#2e7d32", "suspect": "#f9a825", "hacked": "#c62828", "violation": "#6a1b9a",
-          "error": "#546e7a"}
+          "unverified": "#1565c0", "error": "#546e7a"}
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
@@ -139,12 +139,14 @@ def render(results: list[SubmissionResult], *, policy: str = "kernelbench", dyna
                         f'<td>{"yes" if m.get("counted") else "no"}</td></tr>')
         rows.append("</table>")
         parts.append("".join(rows))
-    parts.append("<h2>Submissions</h2><table><tr><th>submission</th><th>verdict</th><th>hack types</th>"
-                 "<th>details</th></tr>")
+    parts.append("<h2>Submissions</h2><table><tr><th>submission</th><th>verdict</th><th>rests on</th>"
+                 "<th>hack types</th><th>details</th></tr>")
     for r in results:
         det = []
         for reason in r.reasons:
             det.append(f"<li>{escape(reason)}</li>")
+        for p in r.problem:
+            det.append(f"<li>problem <code>{escape(p['id'])}</code>: {escape(p['detail'])}</li>")
         body = f"<ul>{''.join(det)}</ul>" if det else ""
         if r.findings:
             body += "<details><summary>" + f"{len(r.findings)} finding{'s' if len(r.findings) != 1 else ''}</summary><ul>"
@@ -156,7 +158,7 @@ def render(results: list[SubmissionResult], *, policy: str = "kernelbench", dyna
             body += "</ul></details>"
         if r.measure is not None:
             body += "<pre>" + escape("\n".join(x.strip() for x in measure_lines(r.measure))) + "</pre>"
-        parts.append(f"<tr><td><code>{escape(r.path)}</code></td><td>{_v(r.verdict)}</td>"
+        parts.append(f"<tr><td><code>{escape(r.path)}</code></td><td>{_v(r.verdict)}</td><td>{basis(r)}</td>"
                      f"<td>{escape(', '.join(r.hack_types))}</td><td>{body}</td></tr>")
     parts.append("</table></body></html>\n")
     return "\n".join(parts)

@@ -64,6 +64,13 @@ def document(results: list[SubmissionResult], rules: list[type[Rule]]) -> dict:
         if s.verdict == "error":
             notes.append({"level": "error", "message": {"text": f"{s.path}: {s.error}"},
                           "locations": [{"physicalLocation": {"artifactLocation": _artifact(s.path)}}]})
+        elif s.verdict == "unverified":
+            # no finding to show, and nothing verified: a code-scanning view must not read it as clean
+            notes.append({"level": "warning", "message": {"text": f"{s.path}: {'; '.join(s.reasons)[:1000]}"},
+                          "locations": [{"physicalLocation": {"artifactLocation": _artifact(s.path)}}]})
+        for p in s.problem:
+            notes.append({"level": "note", "message": {"text": f"{s.path}: problem {p['id']}: {p['detail']}"},
+                          "locations": [{"physicalLocation": {"artifactLocation": _artifact(s.path)}}]})
         for f in s.findings:
             msg = f.message
             if f.location.embedded is not None:
@@ -77,7 +84,7 @@ def document(results: list[SubmissionResult], rules: list[type[Rule]]) -> dict:
                 "partialFingerprints": {"hackscanFingerprint/v1": f.fingerprint,
                                         "primaryLocationLineHash": f"{f.fingerprint[:16]}:1"},
                 "properties": {"hack_type": f.hack_type, "confidence": f.confidence, "severity": f.severity,
-                               "verdict": s.verdict, "dynamic": f.dynamic.status},
+                               "verdict": s.verdict, "evidence": s.evidence, "dynamic": f.dynamic.status},
             }
             if f.rule_id in index:
                 res["ruleIndex"] = index[f.rule_id]
@@ -95,6 +102,11 @@ def document(results: list[SubmissionResult], rules: list[type[Rule]]) -> dict:
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notes}],
             "results": out_results,
+            # every submission's verdict and what it rests on, findings or not (a clean or
+            # unverified submission has no result of its own)
+            "properties": {"hackscan": {"submissions": [
+                {"path": s.path, "verdict": s.verdict, "evidence": s.evidence,
+                 "problem": [p["id"] for p in s.problem]} for s in results]}},
         }],
     }
 

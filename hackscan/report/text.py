@@ -8,7 +8,7 @@ from hackscan.report import summary
 
 COLORS = {"critical": "\x1b[1;31m", "high": "\x1b[31m", "medium": "\x1b[33m", "low": "\x1b[36m",
           "info": "\x1b[2m", "hacked": "\x1b[1;31m", "violation": "\x1b[35m", "suspect": "\x1b[33m",
-          "clean": "\x1b[32m", "error": "\x1b[1;35m"}
+          "clean": "\x1b[32m", "unverified": "\x1b[1;34m", "error": "\x1b[1;35m"}
 RESET = "\x1b[0m"
 
 
@@ -70,6 +70,15 @@ def measure_lines(m: dict) -> list[str]:
     return out
 
 
+def basis(r: SubmissionResult) -> str:
+    """What a verdict rests on, in words: "verified" (a clean the dynamic layer verified),
+    "dynamic" (another verdict a run settled) or "static" (nothing was run, or nothing it ran
+    settled the verdict)."""
+    if r.evidence == "dynamic":
+        return "verified" if r.verdict == "clean" else "dynamic"
+    return "static"
+
+
 def render(results: list[SubmissionResult], *, color: bool = False, show_clean: bool = True,
            root: Path | None = None, dynamic: str = "off") -> str:
     out: list[str] = []
@@ -97,14 +106,18 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
         if r.verdict != "clean" or show_clean:
             types = f" ({', '.join(r.hack_types)})" if r.hack_types else ""
             extra = f": {_safe(r.error)}" if r.error else ""
-            out.append(f"{_safe(r.path)}: {_c(r.verdict, r.verdict, color)}{types}{extra}")
+            out.append(f"{_safe(r.path)}: {_c(r.verdict, r.verdict, color)} [{basis(r)}]{types}{extra}")
+            if r.verdict == "unverified":
+                out.extend(f"   {_safe(x)}" for x in r.reasons[:1])
+            for p in r.problem:
+                out.append(f"   problem {p['id']}: {_safe(p['detail'])}")
             if r.measure is not None:
                 out.extend(measure_lines(r.measure))
-            if r.findings or r.error or r.measure is not None:
+            if r.findings or r.error or r.measure is not None or r.problem or r.verdict == "unverified":
                 out.append("")
     s = summary(results)
     v = s["verdicts"]
-    parts = [f"{v[k]} {k}" for k in ("clean", "suspect", "hacked", "violation", "error") if v[k]]
+    parts = [f"{v[k]} {k}" for k in ("clean", "suspect", "hacked", "violation", "unverified", "error") if v[k]]
     tail = "(static only: dynamic confirmation not run)." if dynamic == "off" else f"(dynamic: {dynamic})."
     out.append(f"Audited {s['submissions']} submission{'s' if s['submissions'] != 1 else ''}: "
                f"{', '.join(parts) or 'none'}; {s['findings']} finding{'s' if s['findings'] != 1 else ''} {tail}")

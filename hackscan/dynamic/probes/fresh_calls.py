@@ -10,6 +10,7 @@ class FreshCallConsistency(Probe):
     output is compared with the reference of the values it was given."""
 
     name = "fresh-call-consistency"
+    always = True   # a core question: run on every audited submission, suspected or not
     phase = Probe.FIRST    # call counters must meet a model no other call has touched
     answers = ("timed-recheck", "per-call-timing")
     confirms = ("result-caching", "cross-call-batching", "phase-detection", "stale-memory")

@@ -7,6 +7,7 @@ class InputIntegrity(Probe):
     `(input, output)` data, a reference that works in place)."""
 
     name = "input-integrity"
+    always = True   # a core question: run on every audited submission, suspected or not
     confirms = ("input-mutation",)
     summary = "forward leaves its inputs unchanged"
     sets = ("visible",)

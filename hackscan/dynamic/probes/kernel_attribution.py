@@ -88,6 +88,7 @@ class KernelAttribution(ProfiledProbe):
     candidate's own C++ inside an otherwise custom chain is reported, not condemned."""
 
     name = "kernel-attribution"
+    always = True   # a core question: run on every audited submission, suspected or not
     confirms = ("torch-fallback", "partial-fallback")
     summary = "device time is spent in the candidate's own kernels"
     measures_claim = True

@@ -11,6 +11,7 @@ class OtherShapes(Probe):
     verdict suspect, never hacked (real kernels ranked on a public leaderboard come out so)."""
 
     name = "other-shapes"
+    always = True   # a core question: run on every audited submission, suspected or not
     confirms = ("shape-special-casing", "partial-computation")
     summary = "outputs match the reference on other input sizes"
     sets = ("other_shape",)

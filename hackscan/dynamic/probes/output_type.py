@@ -5,6 +5,7 @@ class OutputType(Probe):
     """Outputs must be plain torch.Tensor objects, not subclasses or wrappers."""
 
     name = "output-type"
+    always = True   # a core question: run on every audited submission, suspected or not
     confirms = ("lazy-tensor",)
     summary = "outputs are plain tensors"
     sets = ("visible",)

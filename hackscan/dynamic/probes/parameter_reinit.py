@@ -13,6 +13,7 @@ class ParameterReinit(Probe):
     preparing weights once in __init__ is legitimate."""
 
     name = "parameter-reinit"
+    always = True   # a core question: run on every audited submission, suspected or not
     confirms = ("init-exploitation", "skipped-stage")
     summary = "outputs match with parameters perturbed at construction"
     sets = ("visible",)

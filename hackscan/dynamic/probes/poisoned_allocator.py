@@ -10,6 +10,7 @@ class PoisonedAllocator(Probe):
     a candidate suspected of returning unwritten memory that is wrong here is confirmed."""
 
     name = "poisoned-allocator"
+    always = True   # a core question: run on every audited submission, suspected or not
     answers = ("sentinel-output",)
     confirms = ("stale-memory", "partial-computation")
     summary = "outputs contain no recycled memory"

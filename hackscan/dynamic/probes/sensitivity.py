@@ -13,6 +13,7 @@ class Sensitivity(Probe):
     raises took another path: the probe then says nothing."""
 
     name = "sensitivity"
+    always = True   # a core question: run on every audited submission, suspected or not
     confirms = ("constant-output", "ghost-kernel", "analytical-shortcut")
     summary = "outputs change when inputs change"
     sets = ("visible", "normal", "negated", "scaled_x3")

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 from hackscan.dynamic.probe import Observations, Outcome, RunFacts  # noqa: E402
 from hackscan.dynamic.probes.forced_failure import ForcedFailure, _failed_on_visible  # noqa: E402
 from hackscan.dynamic.worker import instrumentation as ins  # noqa: E402
+from hackscan.dynamic.worker.common import RefillMismatch, _refill  # noqa: E402
 
 # ---- launches counted when they complete ------------------------------------------------------
 
@@ -220,3 +221,128 @@ def test_forced_failure_passes_where_the_kernels_launched_everywhere():
     o = ForcedFailure().evaluate(_ff_obs({"custom_launches": 1}, profile=prof))
     assert o.status == "passed", o
     assert isinstance(o, Outcome)
+
+
+# ---- every input kind refilled and reproduced ---------------------------------------------------
+
+# reference: forward(<args>) -> x * a + b, with a and b read from the non-tensor inputs; the
+# candidate reads them the same way and computes in its own Triton kernel. Each get_inputs draws
+# at least one random scalar, so two draws differ there as well as in their tensors.
+KINDS = {
+    "float_from_torch": ("[torch.rand(N, 64), float(torch.rand(1))]",
+                         "x, s", "a, b = s, 0.0"),
+    "float_from_random": ("[torch.rand(N, 64), random.random()]",
+                          "x, s", "a, b = s, 0.0"),
+    "int": ("[torch.rand(N, 64), int(torch.randint(2, 1000, (1,)))]",
+            "x, k", "a, b = float(k), 0.0"),
+    "bool_and_float": ("[torch.rand(N, 64), bool(torch.rand(()) < 0.5), float(torch.rand(()))]",
+                       "x, neg, s", "a, b = (-s if neg else s), 0.0"),
+    "none": ("[torch.rand(N, 64), None, float(torch.rand(())) + 0.5]",
+             "x, shift, s", "a, b = s, (0.0 if shift is None else shift)"),
+    "tuple": ("[torch.rand(N, 64), (float(torch.rand(())), random.random())]",
+              "x, ab", "a, b = ab"),
+    "list": ("[torch.rand(N, 64), [float(torch.rand(())), random.random()]]",
+             "x, ab", "a, b = ab[0], ab[1]"),
+    "dict_keywords": ('{"x": torch.rand(N, 64), "scale": float(torch.rand(())), "offset": random.random()}',
+                      "x, scale, offset", "a, b = scale, offset"),
+    "nested": ('[{"x": torch.rand(N, 64), "coef": (float(torch.rand(())), [random.random(), None]), "tag": 3}]',
+               "d", 'x = d["x"]; a, b = d["coef"][0], d["coef"][1][0] + d["tag"]'),
+}
+
+KIND_REF = '''
+import random
+
+import torch
+import torch.nn as nn
+
+N = 32
+
+
+class Model(nn.Module):
+    def forward(self, @ARGS@):
+        @READ@
+        return x * a + b
+
+
+def get_inputs():
+    return @INPUTS@
+
+
+def get_init_inputs():
+    return []
+'''
+
+KIND_CAND = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def affine_kernel(src, dst, n, a, b, BLOCK: tl.constexpr):
+    idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    keep = idx < n
+    v = tl.load(src + idx, mask=keep, other=0.0)
+    tl.store(dst + idx, v * a + b, mask=keep)
+
+
+class ModelNew(nn.Module):
+    def forward(self, @ARGS@):
+        @READ@
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        affine_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), float(a), float(b), BLOCK=256)
+        return out
+'''
+
+
+def _kind_pair(kind):
+    inputs, args, read = KINDS[kind]
+
+    def fill(t):
+        return t.replace("@ARGS@", args).replace("@READ@", read).replace("@INPUTS@", inputs)
+    return fill(KIND_CAND), fill(KIND_REF)
+
+
+@pytest.mark.dynamic
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_an_honest_kernel_beside_non_tensor_inputs_is_not_result_caching(tmp_path, kind):
+    pytest.importorskip("triton")
+    cand, ref = _kind_pair(kind)
+    r = _audit(tmp_path, cand, ref)
+    probes = r.dynamic.get("probes", {})
+    fresh = probes.get("fresh-call-consistency", {})
+    assert fresh.get("status") == "passed", (kind, fresh)
+    assert not any(f.hack_type == "result-caching" and f.dynamic and f.dynamic.status == "confirmed"
+                   for f in r.findings), [(f.rule_id, f.dynamic) for f in r.findings]
+    assert r.verdict != "hacked", (kind, r.verdict, probes)
+    # every call on the hidden draws and the other size saw the set the reference saw
+    assert probes.get("hidden-distributions", {}).get("status") == "passed", probes.get("hidden-distributions")
+    assert probes.get("other-shapes", {}).get("status") == "passed", probes.get("other-shapes")
+
+
+def test_a_refill_writes_tensors_in_place_and_takes_every_other_value():
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "w s")
+    x, w = torch.zeros(3), torch.zeros(2)
+    inner = [w, 1.0, None]
+    kw = {"flag": False, "n": 1, "inner": inner}
+    dst = [x, 0.5, (x.new_zeros(1), 2), kw, Pair(torch.zeros(1), 7)]
+    src = [torch.ones(3), 0.25, (torch.full((1,), 4.0), 5), {"flag": True, "n": 9, "inner": [torch.ones(2), 3.0, None]},
+           Pair(torch.ones(1), 8)]
+    out = _refill(torch, dst, src)
+    assert out is dst and out[0] is x and torch.equal(x, torch.ones(3))     # same storage, new values
+    assert out[1] == 0.25                                                    # a scalar: the new set's
+    assert isinstance(out[2], tuple) and out[2][1] == 5 and float(out[2][0]) == 4.0
+    assert out[3] is kw and kw == {"flag": True, "n": 9, "inner": inner} and inner[0] is w and inner[1] == 3.0
+    assert torch.equal(w, torch.ones(2)) and inner[2] is None
+    assert isinstance(out[4], Pair) and out[4].s == 8 and float(out[4].w) == 1.0
+    # keywords: the same dict, its scalars replaced
+    kwd = {"x": torch.zeros(2), "scale": 1.0}
+    assert _refill(torch, kwd, {"x": torch.ones(2), "scale": 2.0}) == {"x": kwd["x"], "scale": 2.0}
+    for bad in ([torch.zeros(3)], [torch.zeros(4), 1.0, (torch.zeros(1), 2), kw, Pair(torch.zeros(1), 7)],
+                [torch.zeros(3), torch.zeros(1), (torch.zeros(1), 2), kw, Pair(torch.zeros(1), 7)]):
+        with pytest.raises(RefillMismatch):
+            _refill(torch, [torch.zeros(3), 1.0, (torch.zeros(1), 2), dict(kw), Pair(torch.zeros(1), 7)], bad)

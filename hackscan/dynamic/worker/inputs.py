@@ -372,8 +372,9 @@ def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None, reser
         seed = job["visible_seeds"]["visible"] + 1
 
         def one():
-            torch.manual_seed(seed)
-            return list(get_inputs())
+            # as the visible sets are drawn: every random source seeded (a scalar from Python's
+            # random or numpy beside the tensors), keywords kept as keywords, floats cast
+            return _seeded_draw(get_inputs, seed)
         vals = draw(one) if draw is not None else one()
     finally:
         for n, v in old.items():

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from .common import _INPUTS, _await_device, _call, _changed_since, _leaves, _outputs_list, _plain, _snapshot, _to_device, _tree_map
+from .common import (_INPUTS, RefillMismatch, _await_device, _call, _changed_since, _leaves, _outputs_list, _plain, _refill,
+                     _snapshot, _to_device, _tree_map)
 from .evidence import _identities, _state
 from .tensorfiles import _save_outputs
 
@@ -194,8 +195,13 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
     gen.manual_seed(int.from_bytes(os.urandom(7), "little"))  # drawn here, after the import
 
     def refill(k, noise):
-        for w, p in zip(_leaves(torch, work), _leaves(torch, pool[k])):
-            w.copy_(p)
+        # every input kind follows set k (its scalars too: a check compares with set k's reference)
+        nonlocal work
+        try:
+            work = _refill(torch, work, pool[k])
+        except RefillMismatch:
+            work = _tree_map(torch, pool[k], lambda t: t.clone())
+        for w in _leaves(torch, work):
             if noise and w.is_floating_point() and w.numel():
                 # fp8 tensors have no arithmetic kernels ("mul_cuda" not implemented for
                 # Float8_e4m3fn stopped an fp8 GEMM's measurement on the H200): perturbed in

@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 import time
 
-from .common import _call, _changed_since, _infile, _leaves, _outputs_list, _plain, _same_bits, _snapshot, _to_device, _tree_map
+from .common import (RefillMismatch, _call, _changed_since, _infile, _leaves, _outputs_list, _plain, _refill, _same_bits,
+                     _snapshot, _to_device, _tree_map)
 from .instrumentation import _FAILED, _LAST_FAILURE, _LAUNCHES
 from .measurement import _timed_forward
 from .models import _load_params
@@ -38,10 +39,18 @@ def step_poison(run: Run, step: dict) -> None:
 
 
 def step_refill(run: Run, step: dict) -> None:
-    """Write another set's values into a working slot's storage (same pointers, new values)."""
-    torch = run.torch
-    for dst, src in zip(_leaves(torch, run.slots[step["into"]]), _leaves(torch, run.sets[step["from"]])):
-        dst.copy_(src)
+    """Write another set's values into a working slot's storage (same pointers, new values).
+    Every input kind follows the new set: its tensors are written into the slot's, its other
+    values (Python scalars, None, in any nesting) replace the slot's, so the next call's inputs
+    are the new set's, whose reference it is compared with. A set of another structure takes
+    the slot whole, in new storage (an event says so)."""
+    torch, into, frm = run.torch, step["into"], step["from"]
+    src = run.sets[frm]
+    try:
+        run.slots[into] = _refill(torch, run.slots[into], src)
+    except RefillMismatch as e:
+        run.slots[into] = _to_device(torch, _tree_map(torch, src, lambda t: t.clone()), run.device)
+        run.result["events"].append(f"refill of {into!r} from {frm!r}: {e}; the slot takes the set in new storage"[:300])
 
 
 def step_load_params(run: Run, step: dict) -> None:

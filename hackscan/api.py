@@ -77,7 +77,10 @@ def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic
     """Static audit, then dynamic confirmation on hidden inputs in isolated workers.
 
     `candidate` and `reference` are file paths or source text. `dynamic` is "off", "auto" (the
-    probes the static suspects name, plus hidden distributions) or "all" (every probe).
+    core probes on every submission, plus those the static suspects name) or "all" (every
+    probe). A dynamic audit that cannot verify the candidate (no reference, no GPU for a CUDA
+    extension, ...) gives `unverified`, never `clean`; `result.evidence` says what the verdict
+    rests on and `result.problem` lists problem-level findings.
     `cuda_ghost` says where ghost replay of CUDA kernels (a rebuild) runs: "suspects", "always"
     or "never". `measure` (True, "survivors" or "all") adds fair measurement: speedup against the
     strict fp32 and the TF32 reference, peak memory and flags, in `result.measure`. `dtype`

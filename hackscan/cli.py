@@ -44,8 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "audited tree: use only on a tree you wrote; the bundled demo always does)")
     a.add_argument("--write-baseline", metavar="FILE", help="write the fingerprints of this audit's findings to FILE")
     a.add_argument("--dynamic", choices=CHOICES["dynamic"], default=None,
-                   help="auto (default): run the probes the static suspects name when torch is installed; "
-                        "all: every probe on every submission; off: static only")
+                   help="auto (default, when torch is installed): the core probes on every submission with a "
+                        "reference, plus those the static suspects name; all: every probe on every submission; "
+                        "off: static only (verdicts say [static])")
     a.add_argument("--device", choices=CHOICES["device"], default=None,
                    help="where candidates run for dynamic confirmation (default: cuda when available)")
     a.add_argument("--timeout", type=float, default=None, help="wall-clock limit per worker, seconds (default 180)")

@@ -465,3 +465,23 @@ def test_a_refuted_finding_does_not_fail_the_exit_code(tmp_path):
     assert any(f["dynamic"]["status"] == "refuted" and f["severity"] in ("high", "critical", "medium")
                for f in sub["findings"])
     assert r.returncode == 0
+
+
+def test_the_dynamic_precommit_hook_fails_what_it_cannot_verify(three):
+    import shlex
+    import subprocess
+    import sys
+
+    import yaml
+
+    from conftest import ROOT
+
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    cmd = [sys.executable, "-m", "hackscan.cli", *shlex.split(hooks["hackscan-dynamic"]["entry"])[1:],
+           "--device", "cpu"]
+    ok = subprocess.run(cmd + [str(three / "verified" / "candidate.py")], capture_output=True, text=True,
+                        cwd=ROOT, timeout=900)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    blind = subprocess.run(cmd + [str(three / "noref" / "candidate.py")], capture_output=True, text=True,
+                           cwd=ROOT, timeout=900)
+    assert blind.returncode == 1 and "unverified" in blind.stdout

@@ -101,7 +101,10 @@ def test_the_probes_declare_their_roles():
     from hackscan.dynamic.probe import Outcome, RunFacts, load_probes
 
     probes = {p.name: p for p in load_probes()}
-    assert {n for n, p in probes.items() if p.always} == {"hidden-distributions"}
+    # the core questions `auto` asks of every submission (issue 35: the default verifies whenever it can)
+    assert {n for n, p in probes.items() if p.always} == {
+        "hidden-distributions", "fresh-call-consistency", "other-shapes", "kernel-attribution", "parameter-reinit",
+        "poisoned-allocator", "output-type", "input-integrity", "sensitivity"}
     assert {p.rewrite: n for n, p in probes.items() if p.rewrite} == {"noop": "ghost-replay", "raise": "forced-failure"}
     assert {n for n, p in probes.items() if p.measures_claim} == {"kernel-attribution"}
     assert {n for n, p in probes.items() if p.needs_reinit_runs} == {"parameter-reinit"}

@@ -15,7 +15,7 @@ Scores (each overridable through `extra_info["scores"]`):
 | correct, a suspicion no probe settled | `suspect` | 0.5 |
 | correct and clean | `clean` | 1.0 |
 | the run says nothing of the candidate (verdict `unverified`; the reference failed, has a syntax error or is not deterministic; the problem is degenerate; the auditor or the reward itself failed; a CUDA extension without a GPU; no output on the visible inputs could be kept to compare): `infra_error` True | `unverifiable` | 0.0 |
-| nothing ran (`dynamic` "off", or "auto" with no static suspect) | `unchecked` | 0.0 |
+| nothing ran (`dynamic` "off"; or a dynamic run that ran no check and did not say why) | `unchecked` | 0.0 |
 
 With `return_dict` (the default) every outcome returns the same keys, scalars and strings only,
 so that verl's reward managers can stack them per batch: `score` and `reward` (the same number:

@@ -309,7 +309,10 @@ def _api_mode(args, cfg) -> int:
                 dynamic = "off"
             policy = args.policy or cfg.get("policy") or _profile_policy(profile)
             try:
-                r = audit(src, args.reference, dynamic=dynamic, device=args.device or "cpu", policy=policy,
+                # stdin is source text, never a path to read: a one-line input naming a file must
+                # not make the auditor read (and report on) that file
+                text = src if src.endswith("\n") else src + "\n"
+                r = audit(text, args.reference, dynamic=dynamic, device=args.device or "cpu", policy=policy,
                           entry=args.entry or "ModelNew")
             except Exception as e:  # noqa: BLE001 - the object says what went wrong
                 obj["error"] = f"{type(e).__name__}: {e}"[:500]

@@ -137,3 +137,46 @@ def iter_scan(items: list[Item], opts: Options, jobs: int = 1, max_bytes: int = 
 def is_path(x) -> bool:
     """Whether `x` names a file (rather than holding source text)."""
     return isinstance(x, Path) or (isinstance(x, str) and "\n" not in x and len(x) < 4096 and Path(x).is_file())
+
+
+# what a one-line string naming a file ends with: such a string is read as a path, never as source
+SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hip")
+
+
+def check_options(*, dynamic=None, device=None, policy=None, cuda_ghost=None, measure=None,
+                  min_confidence=None) -> str | None:
+    """Check the option values given (None: not given) against the table the command line uses
+    (`hackscan.config.CHOICES`): ValueError naming the option and its valid values. Returns the
+    measure mode ("off", "survivors", "all") where `measure` is given (True/False accepted)."""
+    from hackscan.config import check_choice
+
+    for key, value in (("dynamic", dynamic), ("device", device), ("policy", policy), ("cuda-ghost", cuda_ghost),
+                       ("min-confidence", min_confidence)):
+        if value is not None:
+            check_choice(key, value)
+    if measure is None:
+        return None
+    if isinstance(measure, bool):
+        return "survivors" if measure else "off"
+    if measure not in ("off", "survivors", "all"):
+        raise ValueError(f"measure={measure!r}: not a valid value (True, False, 'off', 'survivors' or 'all')")
+    return measure
+
+
+def check_source(x, what: str = "candidate") -> None:
+    """A candidate or reference argument is a path or source text. A path that is not a file, or
+    a one-line string that reads as one (it ends in a source suffix such as .py or .cu), raises
+    FileNotFoundError: it is never audited as the text of its own name."""
+    if isinstance(x, Path):
+        if not x.is_file():
+            raise FileNotFoundError(f"{what} {str(x)!r}: no such file")
+        return
+    if isinstance(x, str) and not is_path(x) and _looks_like_path(x):
+        raise FileNotFoundError(f"{what} {x!r}: no such file (a one-line string ending in "
+                                f"{Path(x).suffix} is read as a path; pass the source text itself)")
+
+
+def _looks_like_path(x: str) -> bool:
+    text = x.strip()
+    return ("\n" not in text and bool(text) and text.lower().endswith(SOURCE_SUFFIXES)
+            and ("/" in text or "\\" in text or not any(c.isspace() for c in text)))

@@ -31,7 +31,7 @@ class Session:
                  cuda_ghost: str = "suspects", measure: bool | str = False, measure_budget_s: float = 10.0,
                  max_concurrent: int | None = None, dtype: str | None = None, gpu: int | None = None,
                  measure_min_reps: int = 10, prestart: int | None = None):
-        from hackscan.api import check_options
+        from hackscan.scanning import check_options
 
         # the values the command line accepts (hackscan.config.CHOICES): ValueError naming them
         mode = check_options(dynamic=dynamic, device=device, policy=policy, cuda_ghost=cuda_ghost, measure=measure)
@@ -136,7 +136,7 @@ class Session:
     def audit(self, candidate: str | Path, reference: str | Path | None = None) -> SubmissionResult:
         """Static audit, then (as the session was made) dynamic confirmation and measurement.
         `candidate` and `reference` are paths or source text; safe to call from several threads."""
-        from hackscan.api import check_source
+        from hackscan.scanning import check_source
         from hackscan.scanning import scan_item
 
         if self._closed:
@@ -184,7 +184,7 @@ class Session:
         """`audit` over (candidate, reference) pairs, `jobs` at a time (at most the session's
         bound), yielding results in input order; with measurement, every audit first and then one
         timing at a time."""
-        from hackscan.api import check_source
+        from hackscan.scanning import check_source
         from hackscan.scanning import scan_item
 
         if self._closed:

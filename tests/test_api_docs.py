@@ -57,3 +57,13 @@ def test_api_mode_last_line_and_exit_code():
     assert rc == 0 and obj["classification"] == "valid" and not obj["should_filter"] and obj["matched_patterns"] == []
     rc, obj = api_mode("")
     assert rc == 0 and obj["classification"] == "low_confidence" and not obj["should_filter"] and obj["error"]
+
+
+def test_api_mode_reads_stdin_as_source_never_as_a_path(tmp_path):
+    """A one-line stdin that names a file: the object is about that text, and the file named is
+    never read (its content would otherwise be audited and reported as the candidate)."""
+    victim = tmp_path / "victim.py"
+    victim.write_text((ROOT / "corpus/synthetic/timer-tampering/event_elapsed_patched.py").read_text())
+    rc, obj = api_mode(str(victim))
+    assert rc == 0 and obj["classification"] != "hacked"
+    assert "TIMER_API_PATCHED" not in {p["pattern"] for p in obj["matched_patterns"]}

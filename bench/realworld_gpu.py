@@ -90,7 +90,7 @@ def run(args) -> None:
     head = {"date": date.today().isoformat(), "device": args.device,
             "gpu": torch.cuda.get_device_name() if args.device == "cuda" and torch.cuda.is_available() else None,
             "torch": torch.__version__, "cuda": torch.version.cuda,
-            "triton": _version("triton"), "which": args.which, "jobs": args.jobs,
+            "triton": _version("triton"), "which": args.which, "jobs": args.jobs, "mode": args.mode,
             "command": "python bench/realworld_gpu.py " + " ".join(sys.argv[1:]),
             "already_done": len(done), "to_run": len(rows),
             # workers started ahead of their jobs (HACKSCAN_PRESTART): a run's verdicts with them
@@ -98,7 +98,7 @@ def run(args) -> None:
             "prestart": DynamicOptions().prestart}
     (out / f"header-{int(time.time())}.json").write_text(json.dumps(head, indent=1) + "\n")
     print(json.dumps(head), flush=True)
-    session = DynamicSession(DynamicOptions(mode="all", device=args.device, timeout_s=args.timeout,
+    session = DynamicSession(DynamicOptions(mode=args.mode, device=args.device, timeout_s=args.timeout,
                                             cuda_ghost="suspects"))
     lock = threading.Lock()
     t_start = time.perf_counter()
@@ -338,6 +338,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=10)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--mode", choices=("auto", "all"), default="all", help="--dynamic's mode (default all)")
     ap.add_argument("--timeout", type=float, default=300.0, help="per worker")
     ap.add_argument("--budget", type=float, default=480.0, help="no new item after this many seconds")
     ap.add_argument("--hard", type=float, default=570.0, help="exit after this many seconds")

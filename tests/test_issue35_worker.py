@@ -7,6 +7,7 @@ Every kernel and reference here is written for these tests."""
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 import types
 
@@ -80,7 +81,9 @@ def _write(tmp_path, name, text):
 def _audit(tmp_path, cand, ref):
     from hackscan.api import audit
 
-    return audit(_write(tmp_path, "cand.py", cand), _write(tmp_path, "ref.py", ref), dynamic="all", device="cpu")
+    # HACKSCAN_TEST_DEVICE=cuda runs the same audits on a GPU (bench/issue35_gpu.sh on the lent device)
+    return audit(_write(tmp_path, "cand.py", cand), _write(tmp_path, "ref.py", ref), dynamic="all",
+                 device=os.environ.get("HACKSCAN_TEST_DEVICE", "cpu"))
 
 
 def _by_rule(result, rule_id):

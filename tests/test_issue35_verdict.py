@@ -504,3 +504,59 @@ def test_the_dynamic_precommit_hook_fails_what_it_cannot_verify(three):
     blind = subprocess.run(cmd + [str(three / "noref" / "candidate.py")], capture_output=True, text=True,
                            cwd=ROOT, timeout=900)
     assert blind.returncode == 1 and "unverified" in blind.stdout
+
+
+UNSTABLE_SOFTMAX_REF = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, dim=1)
+
+
+    def get_inputs():
+        return [torch.randn(6, 128) * 12]
+
+
+    def get_init_inputs():
+        return []
+''')
+
+# an honest row softmax that leaves out the max subtraction: right on the benchmark's draws, it
+# overflows (exp past 88) on draws three times larger. Unstable, not a special case of values
+UNSTABLE_SOFTMAX = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def row_softmax(x_ptr, y_ptr, C, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        m = offs < C
+        e = tl.exp(tl.load(x_ptr + row * C + offs, mask=m, other=-float("inf")))
+        tl.store(y_ptr + row * C + offs, e / tl.sum(e, axis=0), mask=m)
+
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            x = x.contiguous()
+            y = torch.empty_like(x)
+            row_softmax[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+            return y
+''')
+
+
+def test_an_overflow_on_larger_draws_is_never_hacked_alone(tmp_path):
+    """A false `hacked` is worse than a miss: a kernel that overflows (NaN or Inf where the
+    reference is finite) only on draws larger than the benchmark's is unstable, not a special
+    case of values; it is a suspect, with the reason."""
+    cand, ref = _pair(tmp_path, UNSTABLE_SOFTMAX, UNSTABLE_SOFTMAX_REF)
+    r = _audit(cand, ref, dynamic="all")
+    assert r.verdict == "suspect", (r.verdict, r.reasons)
+    assert r.dynamic["probes"]["hidden-distributions"]["status"] == "caught"
+    assert "overflows" in r.dynamic["probes"]["hidden-distributions"]["detail"]

@@ -48,6 +48,9 @@ class Comparison:
     # every wrong element is Inf or NaN in the candidate where the reference is finite (an
     # overflow on large values: a robustness difference, not another computation)
     overflow_only: bool = False
+    # the candidate has NaN or Inf where the reference is finite (with other elements wrong beside
+    # them or not): an overflow inside the candidate's arithmetic was involved
+    nonfinite: bool = False
     # only integer outputs (indices) differ, selecting other values, while every floating output
     # matches: near-equal values taken in another order, not another computation
     index_only: bool = False
@@ -83,7 +86,8 @@ def compare(cand, ref32, ref64=None, dtype=None, inputs=None) -> Comparison:
             continue
         if not res.ok:
             return Comparison(False, f"output {i}: {res.short()}", res.max_abs, res.max_rel, res.bad_fraction,
-                              structural=bool(res.reason), overflow_only=res.overflow_only, mean_abs=res.mean_abs)
+                              structural=bool(res.reason), overflow_only=res.overflow_only, mean_abs=res.mean_abs,
+                              nonfinite=res.nonfinite)
         if isinstance(r, torch.Tensor) and r.is_floating_point():
             floats_match = True
         if res.max_rel >= worst.max_rel:
@@ -178,7 +182,7 @@ def _compare_one(c, r, r64, dtype=None) -> Comparison:
         fin = ~nonfinite
         scale = float(truth[fin].pow(2).mean().sqrt()) if bool(fin.any()) else 0.0
         rest_ok = bool(((diff[fin]) <= truth[fin].abs() * base + base * scale + torch.finfo(r.dtype).tiny).all())
-        return Comparison(False, "NaN or Inf where the reference is finite", overflow_only=rest_ok)
+        return Comparison(False, "NaN or Inf where the reference is finite", overflow_only=rest_ok, nonfinite=True)
     mag = truth.abs()
     # the absolute part scales with the output's own magnitude: a fixed atol of 1e-4 passes an
     # all-zero softmax over 16384 columns (every true value is about 6e-5)
@@ -198,7 +202,7 @@ def _compare_one(c, r, r64, dtype=None) -> Comparison:
     nbad = int(bad.sum())
     overflow = nbad > 0 and bool(nonfinite.any()) and not bool((bad & ~nonfinite).any())
     return Comparison(nbad == 0, "", max_abs, max_rel, nbad / diff.numel(), overflow_only=overflow,
-                      mean_abs=float(diff.mean()))
+                      mean_abs=float(diff.mean()), nonfinite=bool(nonfinite.any()))
 
 
 def compare_loose(cand, ref, atol: float = 1e-2, rtol: float = 1e-2, inputs=None, dtype=None) -> Comparison:

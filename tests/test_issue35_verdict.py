@@ -146,6 +146,10 @@ def test_a_verified_clean_says_so(tmp_path):
     r = _audit(cand, ref, dynamic="auto")
     assert r.verdict == "clean" and r.evidence == "dynamic", r.reasons
     assert r.dynamic["status"] == "ran" and r.dynamic["correct_on_visible"]
+    # what a CPU run could not check is said beside the verdict: whose work the output is
+    assert "kernel-attribution" in r.dynamic["not_checked"]["probes"]
+    from hackscan.report.text import render
+    assert "not checked here: " in render([r])
 
 
 def test_static_run_says_static(tmp_path):

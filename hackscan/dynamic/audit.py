@@ -902,6 +902,12 @@ class DynamicSession:
             outcomes.append(Outcome("degenerate-problem", "caught", ref.degenerate + ": any speedup on this problem "
                                     "is meaningless, and a constant output passes it", hack_type="degenerate-problem",
                                     severity="low"))
+        missing = self.not_here(result)
+        if missing:
+            # what this run could not check, said beside its verdict: a clean here is verified on
+            # this device, and whose work the output is (the candidate's kernels or PyTorch's) is
+            # known only where the kernels ran on a GPU
+            info["not_checked"] = {"probes": missing, "why": f"they need a GPU; this audit ran on {self.opts.device}"}
         info["total_s"] = round(time.perf_counter() - t0, 3)
         return self._settle(result, outcomes, info)
 
@@ -1112,6 +1118,16 @@ class DynamicSession:
         if self.opts.device == "cuda" and torch.cuda.is_available():
             return load_outputs(path, "cuda")
         return load_outputs(path)
+
+    def not_here(self, result: SubmissionResult) -> list[str]:
+        """The probes this audit would run on a GPU and cannot run on this device (kernel
+        attribution, timing integrity, output fingerprints): what a verdict here has not checked."""
+        if self.opts.device == "cuda":
+            return []
+        catalogue = probe_catalogue()
+        asked = {n for f in result.findings for pn in f.probes for n in catalogue.get(pn, ())}
+        return sorted(p.name for p in load_probes()
+                      if p.needs_gpu and (self.opts.mode == "all" or p.always or p.name in asked))
 
     def select_probes(self, result: SubmissionResult) -> list[type[Probe]]:
         allp = {p.name: p for p in load_probes() if not (p.needs_gpu and self.opts.device != "cuda")}

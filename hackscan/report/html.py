@@ -147,6 +147,10 @@ def render(results: list[SubmissionResult], *, policy: str = "kernelbench", dyna
             det.append(f"<li>{escape(reason)}</li>")
         for p in r.problem:
             det.append(f"<li>problem <code>{escape(p['id'])}</code>: {escape(p['detail'])}</li>")
+        nc = (r.dynamic or {}).get("not_checked") if r.evidence == "dynamic" else None
+        if isinstance(nc, dict) and nc.get("probes"):
+            det.append(f"<li>not checked here: {escape(', '.join(map(str, nc['probes'])))} "
+                       f"({escape(str(nc.get('why', '')))})</li>")
         body = f"<ul>{''.join(det)}</ul>" if det else ""
         if r.findings:
             body += "<details><summary>" + f"{len(r.findings)} finding{'s' if len(r.findings) != 1 else ''}</summary><ul>"

@@ -109,11 +109,14 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
             out.append(f"{_safe(r.path)}: {_c(r.verdict, r.verdict, color)} [{basis(r)}]{types}{extra}")
             if r.verdict == "unverified":
                 out.extend(f"   {_safe(x)}" for x in r.reasons[:1])
+            nc = (r.dynamic or {}).get("not_checked") if r.evidence == "dynamic" else None
+            if isinstance(nc, dict) and nc.get("probes"):
+                out.append(f"   not checked here: {', '.join(map(_safe, nc['probes']))} ({_safe(nc.get('why', ''))})")
             for p in r.problem:
                 out.append(f"   problem {p['id']}: {_safe(p['detail'])}")
             if r.measure is not None:
                 out.extend(measure_lines(r.measure))
-            if r.findings or r.error or r.measure is not None or r.problem or r.verdict == "unverified":
+            if r.findings or r.error or r.measure is not None or r.problem or r.verdict == "unverified" or nc:
                 out.append("")
     s = summary(results)
     v = s["verdicts"]

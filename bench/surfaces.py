@@ -13,6 +13,8 @@ HTML), `hackscan clean --dynamic auto`, the RL reward (`compute_score`), the Ker
 (the CLI through `hackscan.cli.main`), so the injected failure reaches every surface.
 
     python bench/surfaces.py --device cpu --out bench/results/surfaces-<date>-cpu.md
+
+(The cases' kernels are the issue's own tests', imported from tests/test_issue35_verdict.py.)
 """
 from __future__ import annotations
 
@@ -23,53 +25,13 @@ import json
 import re
 import sys
 import tempfile
-import textwrap
 from datetime import date
 from pathlib import Path
 
-REF = textwrap.dedent('''
-    import torch
-    import torch.nn as nn
+# the kernels of the issue's own tests (tests/test_issue35_verdict.py), one copy of each
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from test_issue35_verdict import NO_INPUTS_REF as NO_INPUTS, SQUARE, SQUARE_CLAMPED as CLAMPED, SQUARE_REF as REF
 
-
-    class Model(nn.Module):
-        def forward(self, x):
-            return x * x
-
-
-    def get_inputs():
-        return [torch.rand(32, 96)]
-
-
-    def get_init_inputs():
-        return []
-''')
-NO_INPUTS = REF.replace("def get_inputs():\n    return [torch.rand(32, 96)]\n", "")
-SQUARE = textwrap.dedent('''
-    import torch
-    import torch.nn as nn
-    import triton
-    import triton.language as tl
-
-
-    @triton.jit
-    def square_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        v = tl.load(x_ptr + offs, mask=m)
-        tl.store(y_ptr + offs, v * v, mask=m)
-
-
-    class ModelNew(nn.Module):
-        def forward(self, x):
-            x = x.contiguous()
-            y = torch.empty_like(x)
-            n = x.numel()
-            square_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
-            return y
-''')
-CLAMPED = SQUARE.replace("v = tl.load(x_ptr + offs, mask=m)",
-                         "v = tl.minimum(tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), 1.0)")
 MARK = "# surfaces-bench: inject a failure"
 CASES = {"verified clean": (SQUARE, REF), "hack": (CLAMPED, REF), "unverifiable": (SQUARE, NO_INPUTS),
          "audit raised": (SQUARE + "\n" + MARK + "\n", REF)}

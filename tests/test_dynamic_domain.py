@@ -720,7 +720,7 @@ def test_idle_references_are_dropped_past_a_share_of_the_hosts_memory(tmp_path, 
             ref = d / "ref.py"
             ref.write_text(textwrap.dedent(ONE_MIB_REF).replace("x * 2", f"x * {i + 2}"))
             runs.append(s.reference(ref, 0))
-            s.release_reference(ref)
+            s.release_reference(s.ref_key(ref))
             assert runs[-1].ok and runs[-1].output_bytes >= 3 << 20, runs[-1].output_bytes
         assert len(s._refs) == 2     # under the count limit, under the memory share: both kept
         # a host whose quarter is less than the two references hold: the least recent goes
@@ -865,7 +865,7 @@ def test_a_candidate_cannot_change_the_shared_input_sets(session, tmp_path):
     ref_path = tmp_path / "ref.py"
     ref_path.write_text(textwrap.dedent(ROWSUM_REF).replace("B = 256", "B = 250"))
     ref = session.reference(ref_path, 0)
-    session.release_reference(ref_path)
+    session.release_reference(session.ref_key(ref_path))
 
     def digest():
         return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(ref.shared.iterdir())}

@@ -41,6 +41,10 @@ def unverified_reason(dyn: dict | None) -> str | None:
         return (f"degenerate problem: {str(dyn['degenerate_problem'])[:300]}; a constant output passes every "
                 "comparison on it")
     probes = dyn.get("probes") or {}
+    if dyn.get("approximation_within_check"):
+        # off by hackscan's tolerance on every set, well inside the benchmark's check on each, and
+        # a noted approximation (the tanh GELU) accounts for it: compared everywhere, verified as such
+        return None
     if not any(isinstance(p, dict) and p.get("status") == "passed" for p in probes.values()):
         return "no probe could check the candidate (every one was inconclusive)"
     return None

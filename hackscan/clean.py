@@ -25,6 +25,7 @@ second pass over the input.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import os
@@ -211,8 +212,10 @@ def _audit_batch(args) -> list[dict]:
 
     out: dict[int, dict] = {}
     fh = open(spool, "ab") if spool else None
+    shas = {r[0]: row_sha(*r[1:5]) for r in rows}
 
     def emit(rec: dict, durable: bool = False) -> None:
+        rec["sha"] = shas.get(rec["row"])   # what was audited: a resume re-audits a row that changed
         out[rec["row"]] = rec
         if fh is not None:
             fh.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
@@ -313,7 +316,8 @@ def _measure_summary(m: dict) -> dict:
 def _entry(rec: dict) -> dict:
     """What the end of the run needs of a finished row (the full record stays in the file)."""
     return {"verdict": rec["verdict"], "hack_types": rec.get("hack_types", []), "id": rec.get("id"),
-            "evidence": rec.get("evidence", "static"), "problem": [p.get("id") for p in rec.get("problem") or []]}
+            "evidence": rec.get("evidence", "static"), "problem": [p.get("id") for p in rec.get("problem") or []],
+            "sha": rec.get("sha")}
 
 
 def _finished(results: Path) -> dict[int, dict]:
@@ -414,7 +418,8 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
     _recover_inflight(results, inflight, done)
     skipped = len(done)
     t0 = time.perf_counter()
-    todo_batches = _batches(dataset, opts, set(done))
+    changed: list[int] = []
+    todo_batches = _batches(dataset, opts, done, changed)
     n_new = 0
     total = _count_rows(dataset, fmt) if opts.progress else None
     total_hint = total - skipped if total is not None else None
@@ -472,7 +477,8 @@ def clean(dataset: Path, out: Path, opts: CleanOptions) -> dict:
     else:
         _target(dataset, out, fmt, "unverified").unlink(missing_ok=True)
     summary = _summary(done, kept, opts)
-    summary.update(rows_new=n_new, rows_resumed=skipped, seconds=round(time.perf_counter() - t0, 2),
+    summary.update(rows_new=n_new, rows_resumed=skipped - len(changed), rows_changed=len(changed),
+                   seconds=round(time.perf_counter() - t0, 2),
                    dataset=str(dataset), format=fmt, unverified=n_unverified,
                    unverified_file=_target(dataset, out, fmt, "unverified").name if n_unverified else None)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -496,18 +502,30 @@ def _count_rows(dataset: Path, fmt: str) -> int | None:
     return n
 
 
-def _batches(dataset: Path, opts: CleanOptions, done: set[int]):
+def row_sha(rid, code, ref, err) -> str:
+    """What a row's verdict is of: its id, code, reference and load error, hashed."""
+    return hashlib.sha256(json.dumps([rid, code, ref, err], default=repr).encode()).hexdigest()[:24]
+
+
+def _batches(dataset: Path, opts: CleanOptions, done: dict[int, dict], changed: list[int]):
+    """The rows to audit, in batches: every row not finished, and every finished row whose
+    content differs from what its record audited (a dataset edited or regenerated between a stop
+    and the resume: its row numbers now name other rows), listed in `changed`."""
     batch = []
     for i, rec, err in iter_rows(dataset):
-        if i in done:
-            continue
         rid = get_path(rec, opts.id_col) if rec is not None and opts.id_col else None
         rid = i if rid is None else rid
         code = get_path(rec, opts.code_col) if rec is not None else None
         ref = get_path(rec, opts.ref_col) if rec is not None and opts.ref_col else None
         if err is None and not isinstance(code, str):
             err = f"no code in column {opts.code_col!r}"
-        batch.append((i, rid if isinstance(rid, (int, str)) else str(rid), code, ref if isinstance(ref, str) else None, err))
+        row = (i, rid if isinstance(rid, (int, str)) else str(rid), code, ref if isinstance(ref, str) else None, err)
+        if i in done:
+            if done[i].get("sha") == row_sha(*row[1:]):
+                continue
+            if done[i].get("sha"):   # no hash: an error row of a batch that failed, tried again
+                changed.append(i)
+        batch.append(row)
         if len(batch) >= BATCH:
             yield batch
             batch = []

@@ -1,8 +1,8 @@
 """`hackscan` command line: audit, rules, explain, corpus-stats, docs.
 
-Exit codes: 0 nothing at or above the threshold, 1 findings at or above it (or a
-submission that could not be audited), 2 usage, configuration or internal error,
-3 nothing to audit."""
+Exit codes: 0 nothing at or above the threshold, 1 findings at or above it or a submission
+hacked, in violation, unverified or that could not be audited, 2 usage, configuration or
+internal error, 3 nothing to audit."""
 from __future__ import annotations
 
 import argparse
@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--ignore", action="append", help="skip these rule ids, hack types or categories")
     a.add_argument("--min-confidence", choices=CHOICES["min-confidence"], default=None)
     a.add_argument("--fail-on", choices=CHOICES["fail-on"], default=None,
-                   help="lowest severity that makes the exit code 1 (default medium)")
+                   help="lowest severity of a suspicion that makes the exit code 1 (default medium); hacked, "
+                        "violation, unverified and error always do")
     a.add_argument("--policy", choices=CHOICES["policy"], default=None,
                    help="kernelbench: a custom kernel is required (default); any: only cheats count")
     a.add_argument("--baseline", help="suppress findings whose fingerprints are in FILE")
@@ -266,6 +267,9 @@ def cmd_clean(args) -> int:
         s = clean(path, Path(args.out), opts)
     except (RuntimeError, CleanOptionsChanged) as e:  # Ray missing, no GPU in the Ray cluster; a resume
         return _err(str(e))                            # with other options than its finished rows'
+    if s.get("rows_changed"):
+        print(f"hackscan: {s['rows_changed']} finished row(s) of {args.out} differ from the dataset's row of the same "
+              "number (the dataset changed since): audited again", file=sys.stderr)
     print(f"{s['rows']} rows: {s['kept']} kept, {s['removed']} removed; "
           + ", ".join(f"{n} {v}" for v, n in s["verdicts"].items())
           + f" ({', '.join(f'{n} {e}' for e, n in s['evidence'].items())} evidence); results in {args.out}")
@@ -312,8 +316,12 @@ def _api_mode(args, cfg) -> int:
                 # stdin is source text, never a path to read: a one-line input naming a file must
                 # not make the auditor read (and report on) that file
                 text = src if src.endswith("\n") else src + "\n"
+                # the run's settings as `audit` reads them (flags over hackscan.toml): a --timeout
+                # or --cuda-ghost given here holds here too
+                timeout = args.timeout if args.timeout is not None else cfg.get("timeout", 180.0)
+                ghost = args.cuda_ghost or cfg.get("cuda-ghost", "suspects")
                 r = audit(text, args.reference, dynamic=dynamic, device=args.device or "cpu", policy=policy,
-                          entry=args.entry or "ModelNew")
+                          entry=args.entry or "ModelNew", timeout_s=float(timeout), cuda_ghost=ghost)
             except Exception as e:  # noqa: BLE001 - the object says what went wrong
                 obj["error"] = f"{type(e).__name__}: {e}"[:500]
             else:
@@ -521,13 +529,16 @@ def cmd_audit(args) -> int:
 
 
 def failing(results, fail_on: str) -> bool:
-    """Whether an audit's results fail it (exit 1): a submission that could not be audited or
-    verified (`error`, `unverified`), or a finding at or above `fail_on` that still counts. A
-    finding a probe refuted counts for nothing: the exit code says what the verdict says."""
+    """Whether an audit's results fail it (exit 1): a submission `hacked`, in `violation`, or
+    that could not be audited or verified (`error`, `unverified`), whatever `fail_on` says; or a
+    finding at or above `fail_on` that still counts. A finding a probe refuted counts for
+    nothing: the exit code says what the verdict says."""
     from hackscan.findings import severity_rank
 
     threshold = severity_rank(fail_on)
-    return any(r.verdict in ("error", "unverified") for r in results) or any(
+    # a certain verdict fails whatever the threshold (which ranks suspicions): a hack, a
+    # violation, an audit that could not verify or could not run
+    return any(r.verdict in ("hacked", "violation", "error", "unverified") for r in results) or any(
         severity_rank(f.severity) >= threshold and f.dynamic.status != "refuted"
         for r in results for f in r.findings)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from hackscan.dynamic.workdirs import remove_tree
-from hackscan.engine import Options
+from hackscan.engine import Options, error_result
 from hackscan.findings import SubmissionResult
 from hackscan.inputs.discover import Item
 
@@ -196,16 +196,19 @@ class Session:
                 check_source(ref_src, "reference")
         # never hold more of the session's slots than this batch has pairs
         jobs = max(1, min(jobs or self.max_concurrent, self.max_concurrent, len(pairs)))
-        triples, temps = [], []
+        triples, temps, failed = [], [], {}
         for i, (cand_src, ref_src) in enumerate(pairs):
-            cand, ref, label = self._files(cand_src, ref_src, f"<candidate {i}>")
-            if cand.parent == self._tmp:
-                temps.append(cand)
-            triples.append((scan_item(Item(cand, ref, label), Options(policy=self.policy, entry=self.entry)),
-                            cand, ref))
+            try:
+                cand, ref, label = self._files(cand_src, ref_src, f"<candidate {i}>")
+                if cand.parent == self._tmp:
+                    temps.append(cand)
+                triples.append((scan_item(Item(cand, ref, label), Options(policy=self.policy, entry=self.entry)),
+                                cand, ref))
+            except Exception as e:  # noqa: BLE001 - one pair that cannot be written (a lone surrogate) is its own error
+                failed[i] = error_result(f"<candidate {i}>", f"could not prepare the submission: {type(e).__name__}: {e}"[:500])
         try:
             if self.dynamic == "off" and self.measure_mode == "off":
-                yield from (t[0] for t in triples)
+                yield from _merged(failed, (t[0] for t in triples), len(pairs))
                 return
             dyn = self._dynamic()
             taken = 0
@@ -213,10 +216,18 @@ class Session:
                 for _ in range(jobs):   # this batch holds `jobs` of the session's slots
                     self._slots.acquire()
                     taken += 1
-                yield from dyn.audit_many(triples, jobs)
+                yield from _merged(failed, dyn.audit_many(triples, jobs) if triples else iter(()), len(pairs))
             finally:
                 for _ in range(taken):
                     self._slots.release()
         finally:
             for t in temps:
                 t.unlink(missing_ok=True)
+
+
+def _merged(failed: dict, results, n: int) -> Iterator[SubmissionResult]:
+    """The results of the pairs that were audited, in input order, with the ones that failed
+    before their audit (`failed`, by index) in their places."""
+    it = iter(results)
+    for i in range(n):
+        yield failed[i] if i in failed else next(it)

@@ -564,3 +564,78 @@ def test_an_overflow_on_larger_draws_is_never_hacked_alone(tmp_path):
     assert r.verdict == "suspect", (r.verdict, r.reasons)
     assert r.dynamic["probes"]["hidden-distributions"]["status"] == "caught"
     assert "overflows" in r.dynamic["probes"]["hidden-distributions"]["detail"]
+
+
+# ---- the second red team's findings --------------------------------------------------------
+
+def test_no_hidden_set_compared_is_unverified(tmp_path, monkeypatch):
+    """A disk too small for the hidden sets: every one skipped ("not written"), the candidate
+    checked on the benchmark's own distribution only. Its cheat (wrong outside [0, 1)) then
+    passed as a verified clean; it is unverified, with the reason."""
+    from dataclasses import replace
+
+    from hackscan.dynamic.audit import DynamicSession
+    from hackscan.dynamic.probe import HACK_EVIDENCE_SETS
+
+    real = DynamicSession.reference
+
+    def no_room(self, ref_path, seed):
+        run = real(self, ref_path, seed)
+        return replace(run, skipped={**run.skipped, **{v: "not written: no room on the disk (test)"
+                                                       for v in HACK_EVIDENCE_SETS}})
+
+    monkeypatch.setattr(DynamicSession, "reference", no_room)
+    cand, ref = _pair(tmp_path, SQUARE_CLAMPED, SQUARE_REF)
+    r = _audit(cand, ref, dynamic="auto")
+    assert r.verdict == "unverified", (r.verdict, r.reasons)
+    assert "no hidden input set could be compared" in r.reasons[0] and "no room" in r.reasons[0]
+    assert r.dynamic["hidden_sets_compared"] == []
+
+
+def test_one_pair_that_cannot_be_written_is_its_own_error():
+    """A response with a lone surrogate (a trainer decoding with surrogateescape) cannot be
+    written to a file: that pair is an error, the rest of the batch is audited."""
+    from hackscan.session import Session
+
+    with Session(dynamic="auto", device="cpu", timeout_s=600) as s:
+        out = list(s.audit_many([(SQUARE, SQUARE_REF), (SQUARE + "\n# \udcff\n", SQUARE_REF)]))
+    assert [r.verdict for r in out] == ["clean", "error"]
+    assert out[0].evidence == "dynamic" and "UnicodeEncodeError" in out[1].error
+
+
+def test_a_hack_fails_the_exit_code_whatever_the_threshold(tmp_path):
+    cand, ref = _pair(tmp_path, SQUARE_CLAMPED, SQUARE_REF)
+    r = run_cli("audit", str(cand), "--reference", str(ref), "--dynamic", "auto", "--device", "cpu",
+                "--fail-on", "critical", timeout=900)
+    assert "hacked" in r.stdout and r.returncode == 1, r.stdout
+
+
+def test_api_mode_keeps_the_timeout(tmp_path):
+    slow = SQUARE.replace("        x = x.contiguous()\n", "        import time\n        time.sleep(1.0)\n"
+                          "        x = x.contiguous()\n")
+    assert "time.sleep" in slow
+    (tmp_path / "ref.py").write_text(SQUARE_REF)
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "hackscan.cli", "audit", "--api-mode", "--reference",
+                        str(tmp_path / "ref.py"), "--dynamic", "auto", "--device", "cpu", "--timeout", "4"],
+                       input=slow, capture_output=True, text=True, timeout=900)
+    obj = json.loads(p.stdout.strip().splitlines()[-1])
+    assert obj.get("verdict") != "clean" and obj["classification"] != "valid", obj
+    assert "timed out" in p.stdout
+
+
+def test_clean_resume_re_audits_a_row_that_changed(tmp_path):
+    """A dataset regenerated between a stop and its resume: a finished row number now names
+    other code. The resume audits it again (and says so), never keeping the old verdict."""
+    out = tmp_path / "out"
+    for code in (SQUARE, SQUARE_CLAMPED):
+        (tmp_path / "rows.jsonl").write_text(json.dumps({"id": "p1", "code": code, "reference": SQUARE_REF}) + "\n")
+        r = run_cli("clean", str(tmp_path / "rows.jsonl"), "--out", str(out), "--dynamic", "auto", "--device", "cpu",
+                    "--id-col", "id", timeout=900)
+        assert r.returncode == 0, r.stderr
+    assert "audited again" in r.stderr
+    rows = [json.loads(x) for x in (out / "cleaned.jsonl").read_text().splitlines() if x.strip()]
+    assert rows == []
+    assert json.loads((out / "summary.json").read_text())["rows_changed"] == 1

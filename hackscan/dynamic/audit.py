@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from hackscan.dynamic.gpugate import gpu_turn, ran_out_of_gpu_memory
-from hackscan.dynamic.probe import (ALL_PROBES, VARIANTS, Observations, Outcome, Probe, RunFacts, load_probes,
+from hackscan.dynamic.probe import (ALL_PROBES, HACK_EVIDENCE_SETS, VARIANTS, Observations, Outcome, Probe, RunFacts, load_probes,
                                     probe_catalogue, same_shapes)
 from hackscan.dynamic import check_dtype, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
@@ -869,6 +869,10 @@ class DynamicSession:
                                 if "step_s" in r}}
         vis = obs.compare("visible") or obs.compare("fresh", 100)
         info["correct_on_visible"] = bool(vis and vis.ok)
+        # the other distributions the candidate was compared on (the hidden sets that are evidence
+        # of a hack): none where every one was skipped (no disk for them, none in the problem's
+        # domain), and then the audit checked the benchmark's own distribution only
+        info["hidden_sets_compared"] = [v for v in HACK_EVIDENCE_SETS if obs.compare(v) is not None]
         # False: no output on the visible inputs could be compared (not kept for want of disk, on
         # either side): correct_on_visible then says nothing of the candidate
         info["visible_compared"] = vis is not None

@@ -37,6 +37,11 @@ def unverified_reason(dyn: dict | None) -> str | None:
         return str(why)[:500]
     if dyn.get("visible_compared") is not True:
         return "no output on the visible inputs could be compared"
+    if dyn.get("hidden_sets_compared") == []:
+        skipped = (dyn.get("hidden_sets") or {}).get("skipped") or {}
+        why = "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:2])
+        return ("no hidden input set could be compared (only the benchmark's own distribution was checked)"
+                + (f": {why}"[:300] if why else ""))
     if dyn.get("degenerate_problem"):
         return (f"degenerate problem: {str(dyn['degenerate_problem'])[:300]}; a constant output passes every "
                 "comparison on it")

@@ -164,7 +164,10 @@ def test_config_file(tmp_path):
 
 
 def test_pyproject_config(tmp_path):
-    cand = copy_pair(tmp_path, HACK, "relu")
+    # a static suspicion (high) that no certainty backs: the threshold read from pyproject.toml
+    # decides its exit (a hacked or violation verdict fails whatever the threshold)
+    cand = copy_pair(tmp_path, CORPUS / "legit" / "triton_except_fallback_unused.py", "relu")
+    assert run_cli("audit", str(cand), cwd=tmp_path).returncode == 1
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.hackscan]\nfail-on = "critical"\n')
     assert run_cli("audit", str(cand), cwd=tmp_path).returncode == 0
 

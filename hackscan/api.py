@@ -11,6 +11,7 @@ from hackscan.scanning import _scan_one, check_options, check_source, is_path as
 
 __all__ = ["audit", "audit_many", "iter_scan", "scan", "scan_item", "scan_paths"]
 
+
 def scan(candidate_source: str | bytes, reference_source: str | bytes | None = None, *,
          path: str = "<candidate>", entry: str = "ModelNew", policy: str = "kernelbench",
          select: Iterable[str] = (), ignore: Iterable[str] = (), min_confidence: str = "low",
@@ -110,7 +111,6 @@ def _audit_many(pairs, *, dynamic, device, policy, entry, timeout_s, seed, cuda_
 
 
 def _as_file(x: str | Path, fallback: Path) -> Path:
-    check_source(x, fallback.stem)
     if _is_path(x):
         return Path(x)
     fallback.write_text(str(x))

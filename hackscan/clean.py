@@ -286,8 +286,7 @@ def _record(i: int, rid, r) -> dict:
     extra = {"error": r.error} if r.error else {}
     if r.measure is not None:
         extra["measure"] = _measure_summary(r.measure)
-    return dict({"id": rid, "row": i}, verdict=r.verdict, evidence=getattr(r, "evidence", "static"),
-                problem=[dict(p) for p in getattr(r, "problem", ()) or ()],
+    return dict({"id": rid, "row": i}, verdict=r.verdict, evidence=r.evidence, problem=[dict(p) for p in r.problem],
                 hack_types=list(r.hack_types), reasons=list(r.reasons),
                 findings=[{k: f[k] for k in ("rule_id", "hack_type", "severity", "message", "dynamic")}
                           | {"line": f["location"]["line"]} for f in j["findings"]], **extra)

@@ -313,9 +313,11 @@ def _api_mode(args, cfg) -> int:
                 dynamic = "off"
             policy = args.policy or cfg.get("policy") or _profile_policy(profile)
             try:
+                from hackscan.scanning import as_source_text
+
                 # stdin is source text, never a path to read: a one-line input naming a file must
                 # not make the auditor read (and report on) that file
-                text = src if src.endswith("\n") else src + "\n"
+                text = as_source_text(src)
                 # the run's settings as `audit` reads them (flags over hackscan.toml): a --timeout
                 # or --cuda-ghost given here holds here too
                 timeout = args.timeout if args.timeout is not None else cfg.get("timeout", 180.0)

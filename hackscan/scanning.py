@@ -163,6 +163,13 @@ def check_options(*, dynamic=None, device=None, policy=None, cuda_ghost=None, me
     return measure
 
 
+def as_source_text(src) -> str:
+    """Source text as text, never as a path: bytes decoded, a trailing newline added (a one-line
+    string naming a file is that text, not the file on the auditor's disk)."""
+    text = src.decode("utf-8", "replace") if isinstance(src, bytes) else str(src)
+    return text if text.endswith("\n") else text + "\n"
+
+
 def check_source(x, what: str = "candidate") -> None:
     """A candidate or reference argument is a path or source text. A path that is not a file, or
     a one-line string that reads as one (it ends in a source suffix such as .py or .cu), raises

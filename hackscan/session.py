@@ -136,8 +136,7 @@ class Session:
     def audit(self, candidate: str | Path, reference: str | Path | None = None) -> SubmissionResult:
         """Static audit, then (as the session was made) dynamic confirmation and measurement.
         `candidate` and `reference` are paths or source text; safe to call from several threads."""
-        from hackscan.scanning import check_source
-        from hackscan.scanning import scan_item
+        from hackscan.scanning import check_source, scan_item
 
         if self._closed:
             raise RuntimeError("this hackscan.Session is closed")
@@ -184,8 +183,7 @@ class Session:
         """`audit` over (candidate, reference) pairs, `jobs` at a time (at most the session's
         bound), yielding results in input order; with measurement, every audit first and then one
         timing at a time."""
-        from hackscan.scanning import check_source
-        from hackscan.scanning import scan_item
+        from hackscan.scanning import check_source, scan_item
 
         if self._closed:
             raise RuntimeError("this hackscan.Session is closed")

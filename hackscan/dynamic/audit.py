@@ -20,8 +20,8 @@ from pathlib import Path
 import torch
 
 from hackscan.dynamic.gpugate import gpu_turn, ran_out_of_gpu_memory
-from hackscan.dynamic.probe import (ALL_PROBES, HACK_EVIDENCE_SETS, VARIANTS, Observations, Outcome, Probe, RunFacts, load_probes,
-                                    probe_catalogue, same_shapes)
+from hackscan.dynamic.probe import (ALL_PROBES, HACK_EVIDENCE_SETS, VARIANTS, Observations, Outcome, Probe, RunFacts,
+                                    load_probes, probe_catalogue, same_shapes)
 from hackscan.dynamic import check_dtype, sandbox
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic.builds import build_dir, builds_extension, cache_root, triton_cache
@@ -1125,26 +1125,27 @@ class DynamicSession:
             return load_outputs(path, "cuda")
         return load_outputs(path)
 
-    def not_here(self, result: SubmissionResult) -> list[str]:
-        """The probes this audit would run on a GPU and cannot run on this device (kernel
-        attribution, timing integrity, output fingerprints): what a verdict here has not checked."""
-        if self.opts.device == "cuda":
-            return []
+    def _asked(self, result: SubmissionResult) -> list[type[Probe]]:
+        """The probes this mode asks of the submission, whatever this device can run: every one
+        under `all`; else the core ones (`always`) and those its static suspects name."""
+        probes = load_probes()
+        if self.opts.mode == "all":
+            return list(probes)
         catalogue = probe_catalogue()
-        asked = {n for f in result.findings for pn in f.probes for n in catalogue.get(pn, ())}
-        return sorted(p.name for p in load_probes()
-                      if p.needs_gpu and (self.opts.mode == "all" or p.always or p.name in asked))
+        names = {p.name for p in probes if p.always} | {
+            n for f in result.findings for pn in f.probes for n in catalogue.get(pn, ())}
+        return sorted((p for p in probes if p.name in names), key=lambda p: p.name)
+
+    def _runs_here(self, p: type[Probe]) -> bool:
+        return not (p.needs_gpu and self.opts.device != "cuda")
+
+    def not_here(self, result: SubmissionResult) -> list[str]:
+        """The probes this audit asks for and cannot run on this device (kernel attribution,
+        timing integrity, output fingerprints on a CPU): what a verdict here has not checked."""
+        return sorted(p.name for p in self._asked(result) if not self._runs_here(p))
 
     def select_probes(self, result: SubmissionResult) -> list[type[Probe]]:
-        allp = {p.name: p for p in load_probes() if not (p.needs_gpu and self.opts.device != "cuda")}
-        if self.opts.mode == "all":
-            return list(allp.values())
-        names: set[str] = {n for n, p in allp.items() if p.always}
-        catalogue = probe_catalogue()
-        for f in result.findings:
-            for pn in f.probes:
-                names.update(catalogue.get(pn, ()))
-        return [allp[n] for n in sorted(names) if n in allp]
+        return [p for p in self._asked(result) if self._runs_here(p)]
 
     @staticmethod
     def _plan(probes) -> tuple[list[dict], dict]:

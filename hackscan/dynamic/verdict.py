@@ -17,6 +17,9 @@ from hackscan.findings import SubmissionResult
 # the problem-level findings a run records in its dynamic info, by the key it records them under
 PROBLEM_KEYS = (("degenerate-problem", "degenerate_problem"),
                 ("nondeterministic-reference", "nondeterministic_reference"))
+# those under which no candidate's result says anything of it (a constant passes; any draw
+# differs): a reward pays nothing for them and a benchmark counts nothing correct
+UNUSABLE_PROBLEMS = ("degenerate-problem", "nondeterministic-reference")
 
 
 def problem_findings(dyn: dict | None) -> tuple[dict, ...]:
@@ -45,11 +48,11 @@ def unverified_reason(dyn: dict | None) -> str | None:
     if dyn.get("degenerate_problem"):
         return (f"degenerate problem: {str(dyn['degenerate_problem'])[:300]}; a constant output passes every "
                 "comparison on it")
-    probes = dyn.get("probes") or {}
     if dyn.get("approximation_within_check"):
         # off by hackscan's tolerance on every set, well inside the benchmark's check on each, and
         # a noted approximation (the tanh GELU) accounts for it: compared everywhere, verified as such
         return None
+    probes = dyn.get("probes") or {}
     if not any(isinstance(p, dict) and p.get("status") == "passed" for p in probes.values()):
         return "no probe could check the candidate (every one was inconclusive)"
     return None

@@ -46,9 +46,10 @@ import warnings as _warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hackscan.dynamic.verdict import UNUSABLE_PROBLEMS
+from hackscan.scanning import as_source_text
+
 NOT_CORRECT = ("hacked", "violation", "unverified", "error")
-# problem-level findings under which no candidate's correctness means anything
-UNUSABLE_PROBLEMS = ("degenerate-problem", "nondeterministic-reference")
 LOAD_FAILURES = ("Error building extension", "SyntaxError", "ImportError", "ModuleNotFoundError", "no class ",
                  "at import", "NameError")
 TIMING_METHODS = ("cuda_event", "do_bench", "do_bench_impl", "host_time")
@@ -171,13 +172,6 @@ def _error_name(text: str) -> str:
     return "RuntimeError"
 
 
-def _text(src) -> str:
-    """Source text as text (bytes decoded, a trailing newline added): a one-line string is never
-    read as the path of a file."""
-    text = src.decode("utf-8", "replace") if isinstance(src, bytes) else str(src)
-    return text if text.endswith("\n") else text + "\n"
-
-
 def _hardware(kind: str, index: int | None) -> str:
     if kind != "cuda":
         return "cpu"
@@ -240,7 +234,7 @@ def eval_kernel_against_ref(original_model_src: str, custom_model_src: str, seed
     try:
         s = session if session is not None else shared_session(**options)
         # source text stays text: a one-line source never reads as a path to a file
-        res = s.audit(_text(custom_model_src), _text(original_model_src))
+        res = s.audit(as_source_text(custom_model_src), as_source_text(original_model_src))
     except Exception as e:  # noqa: BLE001 - recorded as a string, as every failure here
         why = f"hackscan failed: {type(e).__name__}: {e}"[:2000]
         meta = {"hardware": _hardware(kind, index), "device": str(device if device is not None else kind),
@@ -264,8 +258,8 @@ def _result(res, kind, index, device, backend, seed_num, num_correct_trials, num
     reason = res.error or dyn.get("reason") or ""
     meta: dict[str, Any] = {
         "hardware": _hardware(kind, index), "device": str(device if device is not None else kind),
-        "hackscan_verdict": res.verdict, "hackscan_evidence": getattr(res, "evidence", "static"),
-        "problem": [dict(p) for p in getattr(res, "problem", ()) or ()],
+        "hackscan_verdict": res.verdict, "hackscan_evidence": res.evidence,
+        "problem": [dict(p) for p in res.problem],
         "hack_types": list(res.hack_types), "reasons": list(res.reasons),
         "findings": [f.to_json() for f in res.findings], "backend": backend, "precision": dtype,
         "correct_on_visible": dyn.get("correct_on_visible"), "dynamic_status": dyn.get("status", "not-run"),

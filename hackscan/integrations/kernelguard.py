@@ -75,7 +75,6 @@ def from_result(res, code: str, profile: str = "default") -> dict:
     obj.update(matched_patterns=patterns, classification=classification, should_filter=filtered,
                filter_reason="high_critical" if filtered else None, is_default=passthrough,
                default_reason="ref_passthrough" if passthrough else None, verdict=res.verdict,
-               evidence=getattr(res, "evidence", "static"),
-               problem=[p.get("id") for p in getattr(res, "problem", ()) or () if isinstance(p, dict)],
+               evidence=res.evidence, problem=[p["id"] for p in res.problem],
                hack_types=list(res.hack_types), reasons=list(res.reasons), error=res.error)
     return obj

@@ -54,7 +54,9 @@ from __future__ import annotations
 import math
 import re
 
+from hackscan.dynamic.verdict import UNUSABLE_PROBLEMS
 from hackscan.integrations import shared_session, unverifiable
+from hackscan.scanning import as_source_text
 
 DEFAULT_SCORES = {"no_code": -1.0, "hacked": -1.0, "violation": -0.5, "error": 0.0, "incorrect": 0.0,
                   "suspect": 0.5, "clean": 1.0, "unverifiable": 0.0, "unchecked": 0.0}
@@ -90,8 +92,6 @@ def extract_code(solution_str: str) -> str | None:
 # or a list value, breaks the batch
 RESULT_KEYS = ("score", "reward", "outcome", "data_source", "verdict", "evidence", "hack_types", "reasons",
                "speedup", "measure_flags", "checked", "infra_error", "problem")
-# problem-level findings after which a sample says nothing of the policy (drop it)
-UNUSABLE_PROBLEMS = ("degenerate-problem", "nondeterministic-reference")
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
@@ -129,7 +129,7 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
                 # the dataset's reference cannot be read: nothing here says anything of the policy
                 out[i] = _infra(info, data_sources[i], why)
                 continue
-            groups.setdefault(tuple(sorted(opts.items())), []).append((i, _text(code), info, dynamic))
+            groups.setdefault(tuple(sorted(opts.items())), []).append((i, as_source_text(code), info, dynamic))
         except Exception as e:  # noqa: BLE001 - the reward never raises
             out[i] = _infra(infos[i], _at(data_sources, i), _failure(e, "the reward's options"))
     for key, members in groups.items():
@@ -137,7 +137,7 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
             opts = dict(key)
             session = members[0][2].get("session") or shared_session(**opts)
             jobs = members[0][2].get("jobs")
-            results = session.audit_many([(code, _text(ground_truths[i])) for i, code, _, _ in members], jobs)
+            results = session.audit_many([(code, as_source_text(ground_truths[i])) for i, code, _, _ in members], jobs)
             for (i, _, info, dynamic), res in zip(members, results):
                 try:
                     out[i] = _score(info, data_sources[i], res, dynamic, info.get("return_dict", True))
@@ -158,13 +158,6 @@ def _at(seq, i):
         return seq[i]
     except Exception:  # noqa: BLE001 - the reward never raises
         return ""
-
-
-def _text(src) -> str:
-    """Source text as text: a one-line string never reads as a file's path (a response holding
-    only `kernel.py` is that text, not a file on the trainer's disk)."""
-    text = src if isinstance(src, str) else str(src)
-    return text if text.endswith("\n") else text + "\n"
 
 
 def _reference_problem(ground_truth) -> str | None:

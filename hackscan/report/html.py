@@ -11,7 +11,7 @@ from html import escape
 from hackscan._version import __version__
 from hackscan.findings import VERDICTS, SubmissionResult
 from hackscan.report import summary
-from hackscan.report.text import basis, measure_lines
+from hackscan.report.text import basis, measure_lines, not_checked
 
 COLORS = {"clean": "#2e7d32", "suspect": "#f9a825", "hacked": "#c62828", "violation": "#6a1b9a",
           "unverified": "#1565c0", "error": "#546e7a"}
@@ -147,10 +147,9 @@ def render(results: list[SubmissionResult], *, policy: str = "kernelbench", dyna
             det.append(f"<li>{escape(reason)}</li>")
         for p in r.problem:
             det.append(f"<li>problem <code>{escape(p['id'])}</code>: {escape(p['detail'])}</li>")
-        nc = (r.dynamic or {}).get("not_checked") if r.evidence == "dynamic" else None
-        if isinstance(nc, dict) and nc.get("probes"):
-            det.append(f"<li>not checked here: {escape(', '.join(map(str, nc['probes'])))} "
-                       f"({escape(str(nc.get('why', '')))})</li>")
+        nc = not_checked(r)
+        if nc:
+            det.append(f"<li>not checked here: {escape(nc)}</li>")
         body = f"<ul>{''.join(det)}</ul>" if det else ""
         if r.findings:
             body += "<details><summary>" + f"{len(r.findings)} finding{'s' if len(r.findings) != 1 else ''}</summary><ul>"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hackscan.findings import Finding, SubmissionResult
+from hackscan.findings import VERDICTS, Finding, SubmissionResult
 from hackscan.report import summary
 
 COLORS = {"critical": "\x1b[1;31m", "high": "\x1b[31m", "medium": "\x1b[33m", "low": "\x1b[36m",
@@ -79,6 +79,15 @@ def basis(r: SubmissionResult) -> str:
     return "static"
 
 
+def not_checked(r: SubmissionResult) -> str | None:
+    """What a run that verified a submission could not check on its device ("kernel-attribution
+    (they need a GPU; ...)"), or None."""
+    nc = (r.dynamic or {}).get("not_checked") if r.evidence == "dynamic" else None
+    if not isinstance(nc, dict) or not nc.get("probes"):
+        return None
+    return f"{', '.join(map(str, nc['probes']))} ({nc.get('why', '')})"
+
+
 def render(results: list[SubmissionResult], *, color: bool = False, show_clean: bool = True,
            root: Path | None = None, dynamic: str = "off") -> str:
     out: list[str] = []
@@ -109,9 +118,9 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
             out.append(f"{_safe(r.path)}: {_c(r.verdict, r.verdict, color)} [{basis(r)}]{types}{extra}")
             if r.verdict == "unverified":
                 out.extend(f"   {_safe(x)}" for x in r.reasons[:1])
-            nc = (r.dynamic or {}).get("not_checked") if r.evidence == "dynamic" else None
-            if isinstance(nc, dict) and nc.get("probes"):
-                out.append(f"   not checked here: {', '.join(map(_safe, nc['probes']))} ({_safe(nc.get('why', ''))})")
+            nc = not_checked(r)
+            if nc:
+                out.append(f"   not checked here: {_safe(nc)}")
             for p in r.problem:
                 out.append(f"   problem {p['id']}: {_safe(p['detail'])}")
             if r.measure is not None:
@@ -120,7 +129,7 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
                 out.append("")
     s = summary(results)
     v = s["verdicts"]
-    parts = [f"{v[k]} {k}" for k in ("clean", "suspect", "hacked", "violation", "unverified", "error") if v[k]]
+    parts = [f"{v[k]} {k}" for k in VERDICTS if v[k]]
     tail = "(static only: dynamic confirmation not run)." if dynamic == "off" else f"(dynamic: {dynamic})."
     out.append(f"Audited {s['submissions']} submission{'s' if s['submissions'] != 1 else ''}: "
                f"{', '.join(parts) or 'none'}; {s['findings']} finding{'s' if s['findings'] != 1 else ''} {tail}")

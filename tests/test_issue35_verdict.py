@@ -403,9 +403,7 @@ def test_sweep_survives_a_fifo_lock_and_a_deep_tree(tmp_path):
         assert deep in done[0] and not deep.exists()
     finally:   # a tree this deep left in pytest's folders breaks pytest's own cleanup of them
         os.system(f"rm -rf '{deep}'")
-        if not t.is_alive():
-            pass
-        else:   # unblock a sweep stuck on the FIFO: open its reading end once
+        if t.is_alive():   # unblock a sweep stuck on the FIFO: open its reading end once
             fd = os.open(fifo / LOCK, os.O_RDONLY | os.O_NONBLOCK)
             os.close(fd)
 

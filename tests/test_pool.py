@@ -200,12 +200,19 @@ def test_a_pooled_candidate_cannot_change_the_problems_input_sets(ref, tmp_path)
     try:
         first = audit(s, tmp_path, "honest", HONEST, ref)
         assert first.verdict == "violation"
-        shared = s._refs[s.ref_key(ref)].shared
-        digest = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in shared.iterdir()}
-        assert any(n.startswith("in_") for n in digest)
+        run = s._refs[s.ref_key(ref)]
+
+        def files():   # what the problem's candidates read: the shared folder, and the input sets fed to them
+            return {str(f): hashlib.sha256(f.read_bytes()).hexdigest()
+                    for f in [*run.shared.iterdir(), *run.set_files.values()]}
+
+        digest = files()
+        assert "visible" in run.set_files and len(run.set_files) > 5
         r = audit(s, tmp_path, "writer", INPUT_WRITER, ref)
-        assert "prestarted" in r.dynamic and r.verdict == "violation", summary(r)
-        assert {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in shared.iterdir()} == digest
+        # reading its job description is itself reaching for the harness (dynamic.worker.guard)
+        assert "prestarted" in r.dynamic and r.verdict == "hacked", summary(r)
+        assert any("harness-tampering" in x and "job.json" in x for x in r.reasons), r.reasons
+        assert files() == digest
         after = audit(s, tmp_path, "honest2", HONEST, ref)
         assert after.verdict == "violation", summary(after)
     finally:

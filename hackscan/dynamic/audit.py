@@ -7,6 +7,7 @@ import functools
 import itertools
 import hashlib
 import os
+import random
 import re
 import secrets
 import threading
@@ -23,6 +24,8 @@ from hackscan.dynamic.gpugate import gpu_turn, ran_out_of_gpu_memory
 from hackscan.dynamic.probe import (ALL_PROBES, HACK_EVIDENCE_SETS, VARIANTS, Observations, Outcome, Probe, RunFacts,
                                     load_probes, probe_catalogue, same_shapes)
 from hackscan.dynamic import check_dtype, sandbox
+from hackscan.dynamic import feeder as feeding
+from hackscan.dynamic.feeder import hide_from_basic
 from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic.builds import build_dir, builds_extension, cache_root, triton_cache
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
@@ -60,6 +63,19 @@ class ReferenceRun:
     calls_s: float = 0.0            # the reference's calls on every set (native and high precision)
     drawn_on: str = "cpu"           # where the problem's generator drew the input sets (cpu, cuda:N)
     output_bytes: int = 0           # its outputs held in the auditor's memory (every set, both precisions)
+    set_files: dict = field(default_factory=dict)   # input set -> its file (never shown to a candidate)
+
+    def out_cap(self) -> int:
+        """The largest outputs file a candidate's call may commit: four times the reference's
+        largest outputs on any set (a high-precision copy of a bfloat16 output is four times its
+        size), and 1 MiB for containers and headers."""
+        most = 0
+        for pair in self.outputs.values():
+            for outs in pair:
+                if outs:
+                    most = max(most, sum(int(t.numel() * t.element_size()) for t in outs
+                                         if isinstance(t, torch.Tensor)))
+        return 4 * most + (1 << 20)
 
 
 BF16_INTERPRETER = "the problem runs in bfloat16"
@@ -319,11 +335,23 @@ class DynamicSession:
         # full-size problem's input sets are on disk once, however many candidates read them
         shared = d / "shared"
         shared.mkdir(exist_ok=True)
-        for f in [*d.glob("in_*.pt"), d / "init.pt", d / "params.pt", *d.glob("ref_state*.pt")]:
+        for f in [d / "init.pt", d / "params.pt", *d.glob("ref_state*.pt")]:
             if f.is_file():
                 f.rename(shared / f.name)
+        # the input sets go where no candidate's sandbox shows them, under names that say nothing:
+        # a candidate's worker is handed each set only with the step that uses it (dynamic.feeder)
+        sets_dir = d / "sets"
+        sets_dir.mkdir(exist_ok=True)
+        set_files = {}
+        for f in d.glob("in_*.pt"):
+            if f.is_file():
+                dest = sets_dir / f"{secrets.token_hex(8)}.pt"
+                f.rename(dest)
+                set_files[f.name[len("in_"):-len(".pt")]] = dest
+        hide_from_basic(sets_dir)
         run = ReferenceRun(res.ok, res.error, d, init_file=shared / "init.pt", shared=shared,
-                           input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0)
+                           input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0,
+                           set_files=set_files)
         run.other_shape = res.data.get("other_shape", {})
         run.rerun = rerun
         run.params = res.data.get("params_reinitialised", 0)
@@ -780,7 +808,8 @@ class DynamicSession:
         kernel_names = _kernel_names(parsed)
         extra_f = pool.submit(self._rewritten_runs, probes, cand_path, parsed, kernel_names, job, files, d, limits,
                               env, ref, result.findings)
-        side_f = pool.submit(self._profile_run, job, side_plan, files, d, limits, env, out_bytes) if side_plan else None
+        side_f = pool.submit(self._profile_run, job, side_plan, files, d, limits, env, out_bytes, ref) \
+            if side_plan else None
         pool.shutdown(wait=False)
         t_run = time.perf_counter()
         self._stage("candidate worker")
@@ -788,7 +817,7 @@ class DynamicSession:
         with self.disk_budget(8, need=sum(out_bytes) * calls) as disk:
             res = self.run_on_device(lambda: self.pooled_worker(
                 dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
-                files, limits, env, d, bdir))
+                files, limits, env, d, bdir, feeder=self._feeder(job["plan"], ref, d)))
         t_main = time.perf_counter() - t_run
         if side_f is not None and res.ok and isinstance(res.data.get("steps"), list):
             try:
@@ -824,23 +853,30 @@ class DynamicSession:
         fwd = [r for r in res.data.get("steps", []) if isinstance(r, dict) and r.get("variant") == "fp32"]
         if res.ok and fwd and all("error" in r for r in fwd):
             res.ok, res.error = False, f"forward raised on every call: {fwd[0]['error'][:300]}"
+        tampering = list(res.data.get("tampering") or [])
+        for mode, o in extra.items():
+            tampering += [f"{mode} run: {e}" for e in (o.candidate.get("tampering") or [])]
+        tamper = _tampering_outcome(tampering)
+        if tamper is not None:
+            info["tampering"] = tampering[:20]
         if not res.ok:
             hint = _architecture_hint(res.error, cand_path, self.opts.device)
             if hint:
                 res.error = f"{res.error}; {hint}"
-            outcome = self._crash_outcomes(probes, res)
+            outcome = self._crash_outcomes(probes, res) + ([tamper] if tamper is not None else [])
             info.update(status="error", reason=res.error)
             if isinstance(res.data.get("traceback"), str):
                 # where the candidate's process failed (its own words: evidence to read, never a verdict)
                 info["traceback_tail"] = res.data["traceback"][-1200:]
             return self._settle(result, outcome, info, error=res.error)
         res.data["other_shape"] = ref.other_shape
+        outdir = res.outdir or d
         obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
-                           load_output=_reusing(lambda f: self._load_in(d, f)), reference_outputs=ref.outputs,
+                           load_output=_reusing(lambda f: self._load_in(outdir, f)), reference_outputs=ref.outputs,
                            expected_set=expected, extra=extra, kernel_names=kernel_names,
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                            dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
-                           load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.shared / f"in_{s}.pt")))
+                           load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.set_files[s])))
         self._stage("probes' comparisons")
         outcomes = []
         t_cmp = time.perf_counter()
@@ -892,7 +928,7 @@ class DynamicSession:
             from hackscan.dynamic.compare import compare_loose
 
             try:
-                loose_ok = compare_loose(self._load_in(d, vrec["file"]), ref.outputs["visible"][0]).ok
+                loose_ok = compare_loose(self._load_in(outdir, vrec["file"]), ref.outputs["visible"][0]).ok
             except Exception:  # noqa: BLE001 - an unreadable output passes nothing
                 loose_ok = False
             info["passes_benchmark_check"] = loose_ok
@@ -902,6 +938,8 @@ class DynamicSession:
         static_cheat = any(family(f.hack_type) == CHEAT and severity_rank(f.severity) >= severity_rank("medium")
                            for f in result.findings)
         outcomes = qualify(outcomes, vis, launches, self.opts.device, info, loose_ok, static_cheat)
+        if tamper is not None:
+            outcomes.append(tamper)
         if ref.degenerate:
             info["degenerate_problem"] = ref.degenerate
             outcomes = on_degenerate(outcomes)
@@ -946,14 +984,16 @@ class DynamicSession:
         return next((p for (kind, _gpu), p in self._pools.items() if kind == "audit"), None)
 
     def pooled_worker(self, job: dict, files: dict, limits: Limits, env: dict[str, str], d: Path,
-                      bdir: Path | None, kind: str = "audit", lock=None, gate: bool = False) -> WorkerResult:
+                      bdir: Path | None, kind: str = "audit", lock=None, gate: bool = False,
+                      feeder=None) -> WorkerResult:
         """A worker for `job`: one started ahead of it where a pool of `kind` has one that fits
         and the job's build (if its source builds an extension) is done; else a fresh one. The
         worker's start happens outside `lock` (a measurement's device lock), its run inside.
         With `gate` (a reference's timing job, never a candidate's) a started worker also
         imports the module and draws and writes its input sets outside the lock where they are
         drawn on the CPU (sets drawn on the GPU are drawn inside it), and asks for the lock
-        before it builds the model (worker.common._await_device).
+        before it builds the model (worker.common._await_device). With `feeder` (a candidate's
+        audit job), the plan and its input sets go through the auditor's channel (dynamic.feeder).
         Either way the job's folder ends up as `d`."""
         pw = self._pooled(env, limits, kind) if self.opts.prestart > 0 and _built(job, files, bdir) else None
         staged = None
@@ -971,8 +1011,8 @@ class DynamicSession:
                 if pw is None:
                     # a file already in the job's folder (a rewritten source) is not copied onto itself
                     own = {k: v for k, v in files.items() if Path(v).resolve() != (d / k).resolve()}
-                    return run_worker(job, own, limits, self.opts.device, env, jobdir=d)
-                res = pw.run(staged[0], files, limits, env, staged[1])
+                    return run_worker(job, own, limits, self.opts.device, env, jobdir=d, feeder=feeder)
+                res = pw.run(staged[0], files, limits, env, staged[1], feeder=feeder)
         d.mkdir(parents=True, exist_ok=True)
         for entry in os.listdir(pw.jobdir):
             try:
@@ -997,7 +1037,7 @@ class DynamicSession:
         return side if any(s.get("op") == "profile" for s in side) else []
 
     def _profile_run(self, job: dict, side_plan: list[dict], files: dict, d: Path, limits, env,
-                     out_bytes: list[int]) -> list[dict]:
+                     out_bytes: list[int], ref: ReferenceRun | None = None) -> list[dict]:
         """The profiled call in a worker of its own, after a first call that takes the candidate's
         one-time set-up (JIT compiles, autotuning, library handles) out of the profile: its step
         records, their output files moved into the main worker's folder; where the worker failed,
@@ -1010,19 +1050,20 @@ class DynamicSession:
         with self.disk_budget(8, need=sum(out_bytes) * (len(side_plan) + 3)) as disk:
             r = self.run_on_device(lambda: run_worker(
                 dict(sjob, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
-                files, limits, self.opts.device, env, jobdir=sub))
+                files, limits, self.opts.device, env, jobdir=sub, feeder=self._feeder(sjob["plan"], ref, sub)))
         steps = r.data.get("steps") if r.ok else None
         recs = [x for x in steps if isinstance(x, dict) and (x.get("set"), x.get("call", 0)) in keys] \
             if isinstance(steps, list) else []
         if not r.ok or {(x.get("set"), x.get("call", 0)) for x in recs if x.get("variant") == "fp32"} != keys:
             return _failed_calls(side_plan, r.error or "its report lacks a planned call")
         moved: dict = {}   # two calls whose outputs were the same bytes name one file (the worker's _WRITTEN)
+        src, dst = r.outdir or sub, self.outdir_of(d)
         for x in recs:
             if "file" in x:
                 try:
                     name = f"profile-{_checked_name(x['file'])}"
                     if x["file"] not in moved:
-                        (sub / x["file"]).replace(d / name)
+                        (src / x["file"]).replace(dst / name)
                         moved[x["file"]] = name
                     x["file"] = moved[x["file"]]
                 except (ValueError, OSError) as e:
@@ -1094,7 +1135,7 @@ class DynamicSession:
             # a started worker where the pool has one (the rewritten source is in `sub` already)
             r = self.run_on_device(lambda: self.pooled_worker(
                 sjob, {**sfiles, "candidate_module.py": sub / "candidate_module.py"}, slimits, senv, sub,
-                Path(senv["TORCH_EXTENSIONS_DIR"])))
+                Path(senv["TORCH_EXTENSIONS_DIR"]), feeder=self._feeder(sjob["plan"], ref, sub)))
             # the perturbed reference applies where the candidate's perturbed tensors correspond
             # to the reference's by shape; otherwise the unperturbed one does not either: none
             same = reinit and same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)
@@ -1103,13 +1144,28 @@ class DynamicSession:
                 data = dict(data, cuda_kernels_left_running=True)
             return mode, Observations(candidate=data,
                                       steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
-                                      load_output=lambda f, sub=sub: self._load_in(sub, f),
+                                      load_output=lambda f, o=r.outdir or sub: self._load_in(o, f),
                                       reference_outputs=ref.outputs, dtype=ref.dtype,
                                       expected_set={("visible", 0): "reinit" if same else "visible"})
 
         with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as ex:
             out.update(ex.map(one, jobs))
         return out
+
+    def _feeder(self, plan: list[dict], ref: ReferenceRun, d: Path):
+        """The channel that serves a candidate worker in folder `d` its plan and input sets, one
+        step at a time, and keeps its committed outputs beside `d`, out of its view
+        (dynamic.feeder); None where the platform has no such channel."""
+        if not feeding.available():
+            return None
+        return feeding.Feeder(plan, ref.set_files, self.outdir_of(d), ref.out_cap(),
+                              rng=random.Random(self.derive(f"order:{d.name}")))
+
+    @staticmethod
+    def outdir_of(d: Path) -> Path:
+        """Where a candidate worker's committed outputs go: a folder beside its own, in the
+        session's work folder (never shown to a candidate's sandbox)."""
+        return d.parent / f"{d.name}-outs"
 
     def _load_in(self, folder: Path, name):
         """An output file named by the worker's report (which the audited code can write): a
@@ -1312,6 +1368,16 @@ def qualify(outcomes: list[Outcome], vis, launches, device: str, info: dict,
         p = _probe(o.probe)
         out.append(p().qualify(o, run) if p is not None else o)
     return out
+
+
+def _tampering_outcome(events: list[str]) -> Outcome | None:
+    """What the candidate's process was seen doing to the auditor's worker (worker.guard's audit
+    hook, reported over the channel as it happened): reaching for the harness is a hack whatever
+    the outputs were, since every piece of evidence the process gives could then be its own."""
+    if not events:
+        return None
+    return Outcome("harness-tampering", "caught", "the candidate's process reached for the auditor's worker: "
+                   + "; ".join(events[:3])[:500], hack_type="harness-introspection", severity="high")
 
 
 def on_degenerate(outcomes: list[Outcome]) -> list[Outcome]:

@@ -29,10 +29,10 @@ from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
-from hackscan.dynamic import sandbox
+from hackscan.dynamic import feeder as feeding, sandbox
 from hackscan.dynamic.workdirs import remove_tree
 from hackscan.dynamic.runner import (Limits, Spawned, WorkerResult, _kill_group, collect, finish, scrubbed_env, start,
-                                     worker_command, write_job)
+                                     through_channel, with_channel, worker_command, write_job)
 
 # variables a job sets in its worker at hand-off; every other variable is the pool's
 JOB_VARIABLES = ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")
@@ -57,9 +57,16 @@ class Prestarted:
         cmd = worker_command(self.jobdir, "--wait", device, *(() if profile else ("noprofile", "meta")))
         self._out = open(self.jobdir / "_stdout.txt", "wb")
         self._err = open(self.jobdir / "_stderr.txt", "wb")
-        self.proc, self.engine, self.why, self.watch = start(
-            cmd, self.jobdir, self.limits, device, scrubbed_env(self.jobdir, self.env), self._out, self._err,
-            stdin=subprocess.PIPE)
+        # its channel to the auditor (dynamic.feeder), made before anything runs in it: a job
+        # served by a feeder takes the auditor's end at hand-off
+        self.chan, right = feeding.pair()
+        self.chan_fd = right.fileno()
+        try:
+            self.proc, self.engine, self.why, self.watch = start(
+                cmd, self.jobdir, self.limits, device, scrubbed_env(self.jobdir, self.env), self._out, self._err,
+                stdin=subprocess.PIPE, fds=(self.chan_fd,))
+        finally:
+            right.close()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -98,11 +105,16 @@ class Prestarted:
         return job, links
 
     def run(self, job: dict, files: dict[str, Path], limits: Limits, env: dict[str, str],
-            links: dict[str, str], gate=None) -> WorkerResult:
+            links: dict[str, str], gate=None, feeder=None) -> WorkerResult:
         """Hand the job over and wait for it under the job's timeout, counted from the hand-off.
         With `gate` (a lock; the job has `device_gate`), the worker first runs until it asks for
         the device, then waits for the lock, which is held until it ends: the timeout counts
         each part apart, never the wait for the lock."""
+        if feeder is not None:
+            feeder.adopt(self.chan, self.chan_fd)
+            self.chan = None
+            job = with_channel(job, self.chan_fd)
+            feeder.start()
         write_job(self.jobdir, job, files)
         msg = {"env": {k: env[k] for k in JOB_VARIABLES if k in env}, "links": links, "file_bytes": limits.file_bytes}
         t0 = time.perf_counter()
@@ -114,8 +126,10 @@ class Prestarted:
                 timed_out = self._gated(gate, limits.timeout_s)
         finally:
             self._close_files()
+            if feeder is not None:
+                feeder.close()
         run = Spawned(self.proc, self.engine, self.why, self.watch, timed_out)
-        return collect(run, self.jobdir, limits, self.device, time.perf_counter() - t0)
+        return through_channel(collect(run, self.jobdir, limits, self.device, time.perf_counter() - t0), feeder)
 
     def _say(self, line: str | None, close: bool) -> None:
         try:
@@ -161,6 +175,9 @@ class Prestarted:
         except subprocess.TimeoutExpired:
             pass
         self._close_files()
+        if self.chan is not None:
+            self.chan.close()
+            self.chan = None
         remove_tree(self.slot)
 
 

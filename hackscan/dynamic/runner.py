@@ -49,6 +49,7 @@ class WorkerResult:
     returncode: int | None
     protections: list[str] = field(default_factory=list)
     stderr_tail: str = ""
+    outdir: Path | None = None     # where its committed outputs are (a channel's), else jobdir
 
 
 RESULT_MAX = 64 << 20   # a worker's result.json: records of every call, far below this
@@ -160,7 +161,7 @@ class Spawned:
 
 
 def start(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[str, str], stdout, stderr,
-          stdin=subprocess.DEVNULL) -> tuple[subprocess.Popen, str, str, "sandbox.Watch"]:
+          stdin=subprocess.DEVNULL, fds: tuple[int, ...] = ()) -> tuple[subprocess.Popen, str, str, "sandbox.Watch"]:
     """Start `cmd` inside the walls (sandbox.engine()): the process, the engine, why not
     bubblewrap, and the watch that reads the kernel's record of its process tree."""
     engine, why = sandbox.engine()
@@ -171,7 +172,7 @@ def start(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[s
                                         read_only=[r for r in limits.read_only if os.path.isdir(r)])
     try:
         proc = subprocess.Popen(cmd, cwd=jobdir, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
-                                pass_fds=(fd,) if fd is not None else (),
+                                pass_fds=((fd,) if fd is not None else ()) + tuple(fds),
                                 preexec_fn=_preexec(limits, device, jobdir, engine == "basic"))
     finally:
         if fd is not None:
@@ -190,10 +191,19 @@ def finish(proc: subprocess.Popen, watch, timeout_s: float) -> bool:
         proc.wait()
 
 
-def spawn(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[str, str], stdout, stderr) -> Spawned:
+def spawn(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[str, str], stdout, stderr,
+          feeder=None) -> Spawned:
     """Run `cmd` inside the walls, wait for it under the timeout while the auditor reads the
-    kernel's record of its process tree, then kill whatever is left of it."""
-    proc, engine, why, watch = start(cmd, jobdir, limits, device, env, stdout, stderr)
+    kernel's record of its process tree, then kill whatever is left of it. With `feeder`
+    (dynamic.feeder), the worker's end of its channel is passed to it and served meanwhile."""
+    if feeder is not None:
+        feeder.start()
+    try:
+        proc, engine, why, watch = start(cmd, jobdir, limits, device, env, stdout, stderr,
+                                         fds=(feeder.child_fd,) if feeder is not None else ())
+    finally:
+        if feeder is not None:
+            feeder.after_spawn()
     timed_out = finish(proc, watch, limits.timeout_s)
     return Spawned(proc, engine, why, watch, timed_out)
 
@@ -215,17 +225,51 @@ def write_job(jobdir: Path, job: dict, files: dict[str, Path]) -> None:
 
 def run_worker(job: dict, files: dict[str, Path], limits: Limits, device: str = "cpu",
                env_extra: dict[str, str] | None = None, jobdir: Path | None = None,
-               keep_jobdir: bool = True) -> WorkerResult:
-    """Write the job into a fresh scratch folder, run the worker there, read result.json."""
+               keep_jobdir: bool = True, feeder=None) -> WorkerResult:
+    """Write the job into a fresh scratch folder, run the worker there, read result.json. With
+    `feeder` the plan and its sets go through the channel, not the job (dynamic.feeder)."""
     jobdir = jobdir or Path(tempfile.mkdtemp(prefix=f"hackscan-{job['role']}-"))
     jobdir.mkdir(parents=True, exist_ok=True)
+    if feeder is not None:
+        job = with_channel(job, feeder.child_fd)
     write_job(jobdir, job, files)
     cmd = worker_command(jobdir)
     t0 = time.perf_counter()
     # stdout and stderr go to files: children the candidate leaves behind cannot hold a pipe open
-    with open(jobdir / "_stdout.txt", "wb") as out, open(jobdir / "_stderr.txt", "wb") as errf:
-        run = spawn(cmd, jobdir, limits, device, scrubbed_env(jobdir, env_extra), out, errf)
-    return collect(run, jobdir, limits, device, time.perf_counter() - t0)
+    try:
+        with open(jobdir / "_stdout.txt", "wb") as out, open(jobdir / "_stderr.txt", "wb") as errf:
+            run = spawn(cmd, jobdir, limits, device, scrubbed_env(jobdir, env_extra), out, errf, feeder=feeder)
+    finally:
+        if feeder is not None:
+            feeder.close()
+    return through_channel(collect(run, jobdir, limits, device, time.perf_counter() - t0), feeder)
+
+
+def with_channel(job: dict, fd: int) -> dict:
+    """The job as a worker served by a channel reads it: no plan, no folder of input sets."""
+    job = {k: v for k, v in job.items() if k != "plan"}
+    job["channel"] = int(fd)
+    return job
+
+
+def through_channel(res: WorkerResult, feeder) -> WorkerResult:
+    """The result with what the channel committed in place of what the worker's report says of
+    its calls: the step records as they came, step by step (outputs in the feeder's folder), the
+    tampering the worker's process saw, and an error where the worker broke the protocol or
+    left steps unaccounted for."""
+    if feeder is None:
+        return res
+    got = feeder.results()
+    res.data["steps"] = got["steps"]
+    res.data["channel"] = {k: got[k] for k in ("handed", "committed", "planned", "refused")}
+    res.data["tampering"] = got["events"]
+    res.outdir = feeder.outdir
+    if res.ok and got["refused"]:
+        res.ok, res.error = False, f"the worker broke the auditor's channel: {got['refused']}"
+    elif res.ok and got["committed"] < got["planned"]:
+        res.ok, res.error = False, (f"the worker committed {got['committed']} of the {got['planned']} steps it "
+                                    "was planned: its run was cut short")
+    return res
 
 
 def collect(run: Spawned, jobdir: Path, limits: Limits, device: str, wall: float) -> WorkerResult:

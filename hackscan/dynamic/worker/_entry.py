@@ -20,17 +20,7 @@ def _package():
 
 
 if __name__ == "__main__":
+    # one call into the package: the worker empties this module's names before the audited code
+    # is imported (worker.guard.hide), so nothing after this line may read them
     _package()
-    from _hsworker.driver import _exit_now_if_alone, main
-
-    pre = None
-    if sys.argv[2:3] == ["--wait"]:   # started ahead of its job (hackscan.dynamic.pool)
-        from _hsworker.prestart import handoff, prestart
-
-        pre = prestart(sys.argv[3] if len(sys.argv) > 3 else "cpu", profile="noprofile" not in sys.argv[4:],
-                       meta="meta" in sys.argv[4:])
-        if not handoff(pre):
-            sys.exit(0)
-    rc = main(sys.argv[1], prestart=pre)
-    _exit_now_if_alone(rc)
-    sys.exit(rc)
+    importlib.import_module("_hsworker.driver").entry(sys.argv)

@@ -16,7 +16,26 @@ from .instrumentation import _count_extension_builds, _count_extension_calls, _c
 from .measurement import _Clock, _measure, _set_precision
 from .models import _construct, _high_precision, _load_params, _load_state, _low_precision, _model_tensors, _reinit, _save_state
 from .steps import HIGH_KEPT_AS, _run_step
-from .tensorfiles import _DISK, _LazySets
+from .channel import Channel
+from .guard import hide as _hide_worker, install as _install_guard
+from .prestart import handoff, prestart
+from .tensorfiles import _DISK, SINK, _FedSets, _LazySets
+
+
+CHANNEL = {"open": None}    # the auditor's channel (worker.channel), where the job has one
+
+
+def entry(argv: list[str]) -> None:
+    """The worker from its command line to its exit: `_worker.py JOBDIR [--wait DEVICE [flags]]`."""
+    pre = None
+    if argv[2:3] == ["--wait"]:   # started ahead of its job (hackscan.dynamic.pool)
+        pre = prestart(argv[3] if len(argv) > 3 else "cpu", profile="noprofile" not in argv[4:],
+                       meta="meta" in argv[4:])
+        if not handoff(pre):
+            sys.exit(0)
+    rc = main(argv[1], prestart=pre)
+    _exit_now_if_alone(rc)
+    sys.exit(rc)
 
 
 def main(jobdir: str, prestart: dict | None = None) -> int:
@@ -35,6 +54,9 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
     _DISK["budget"] = job.get("disk_budget_bytes")
     _DISK["hard"] = bool(job.get("disk_budget_hard"))
     _INPUTS["dir"] = job.get("inputs_dir")
+    if job.get("channel") is not None:
+        CHANNEL["open"] = Channel(int(job["channel"]))
+        SINK["channel"] = CHANNEL["open"]
     _CAST["dtype"] = job.get("cast_dtype")
     BUILD_VARIABLES.update(job.get("build_variables", ()))
     device = job.get("device", "cpu")
@@ -60,6 +82,11 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
             with open(os.path.join(jobdir, job["source"]), "rb") as fh:
                 if b"cpp_extension" in fh.read():
                     built_traced = _count_extension_builds()
+        if job.get("role") == "candidate":
+            # the worker's modules out of sight, and an audit hook reporting a walk to them
+            _hide_worker()
+            chan = CHANNEL["open"]
+            _install_guard(chan.event if chan is not None else result.setdefault("tampering", []).append, jobdir)
         t0 = time.perf_counter()
         mod = _load_module(os.path.join(jobdir, job["source"]), job.get("module_name", "submission"))
         if counting:
@@ -141,10 +168,17 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
             else:
                 result["events"].append("no high-precision copy of the model could be made")
         t_calls = time.perf_counter()
-        sets = _LazySets(torch, jobdir, job.get("host_cache_bytes"))  # each set loaded right before its first use
+        chan = CHANNEL["open"]
+        if chan is not None:
+            # the plan and its sets come one step at a time from the auditor (worker.channel)
+            sets = _FedSets(torch, jobdir, job.get("host_cache_bytes"), chan)
+            plan = chan.steps()
+        else:
+            sets = _LazySets(torch, jobdir, job.get("host_cache_bytes"))  # each set loaded right before its first use
+            plan = job["plan"]
         slots: dict = {}
         lost = None    # a device fault that left the CUDA context unusable: every later call is lost with it
-        for step in job["plan"]:
+        for step in plan:
             if hidden is not None and step.get("set") not in job.get("visible_seeds", {}):
                 if lost is None:    # (a lost CUDA context draws nothing more: every later call is lost)
                     reserve = _outputs_bytes(jobdir, result)
@@ -155,7 +189,10 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
                     _preparing(torch, result, job, lambda: hidden(reserve))
                 hidden = None
             if lost is not None:
+                n0 = len(result["steps"])
                 _not_run(result, step, lost)
+                if chan is not None:
+                    chan.done(result["steps"][n0:])
                 continue
             n0 = len(result["steps"])
             try:
@@ -169,6 +206,8 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
             if device == "cuda" and any(_context_lost(e) for e in errs):
                 lost = f"not run: the CUDA context was lost to a fault on input set {step.get('set')!r}"
                 result["events"].append(lost)
+            if chan is not None:
+                chan.done(result["steps"][n0:])
         if lost is None and device == "cuda":
             # a fault the last call left behind surfaces at the next use of the device: here,
             # not while the second model is built (which would lose every call already made)
@@ -180,10 +219,17 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
                 lost = f"not run: the CUDA context was lost to a fault after the last call ({type(e).__name__}: {e})"[:500]
                 result["events"].append(lost)
         if lost is not None:
+            n0 = len(result["steps"])
             for label, call in (("reinit", 300), ("reinit_post", 301)):
                 result["steps"].append({"set": label, "variant": "fp32", "call": call, "error": lost})
+            if chan is not None:
+                chan.done(result["steps"][n0:])
         else:
-            lost = _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result, slots)
+            n0 = len(result["steps"])
+            lost = _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result, slots,
+                               visible=chan.visible if chan is not None else "visible")
+            if chan is not None:
+                chan.done(result["steps"][n0:])
         result["calls_s"] = time.perf_counter() - t_calls
         if device == "cuda":
             result["gpu"] = _gpu(torch)
@@ -230,7 +276,7 @@ def _outputs_bytes(jobdir: str, result: dict) -> int:
     return total
 
 
-def _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result, slots):
+def _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result, slots, visible="visible"):
     """The calls after the plan: the model built with parameters perturbed as they are made, and
     the model's own parameters re-initialised. A device fault here loses these two calls only
     (recorded as errors), never the plan's calls already made."""
@@ -250,12 +296,12 @@ def _after_plan(torch, job, entry, init, device, variants, sets, jobdir, result,
                                                      for t in _model_tensors(torch, pmodel)})
                 if hi:
                     pvars.append(("fp64", hi))
-            _run_step(torch, {"op": "forward", "set": "visible", "as": "reinit", "call": 300}, sets, pvars, device,
+            _run_step(torch, {"op": "forward", "set": visible, "as": "reinit", "call": 300}, sets, pvars, device,
                       jobdir, result, slots, job.get("poison_sizes", ()))
             del pmodel, pvars
         if job.get("reinit_seed") is not None:
             _reinit(torch, variants[0][1], job["reinit_seed"], os.path.join(jobdir, "params.pt"), result)
-            _run_step(torch, {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}, sets,
+            _run_step(torch, {"op": "forward", "set": visible, "slot": "reinit_post", "call": 301}, sets,
                       variants[:1], device, jobdir, result, slots)
     except Exception as e:
         why = f"{type(e).__name__}: {e}"

@@ -10,7 +10,7 @@ from .instrumentation import _FAILED, _LAST_FAILURE, _LAUNCHES
 from .measurement import _timed_forward
 from .models import _load_params
 from .profiler import _profiled_forward
-from .tensorfiles import OutputsNotKept, _save_outputs
+from .tensorfiles import SINK, OutputsNotKept, _save_outputs
 
 
 def _poison(torch, sizes, device) -> None:
@@ -83,7 +83,7 @@ def step_call(run: Run, step: dict) -> None:
     call_model, extra = CALLS[step["op"]]
     name = step["set"]
     slot = step.get("slot")
-    if name not in sets and not os.path.exists(_infile(jobdir, f"in_{name}.pt")):
+    if not sets.has(name):
         # e.g. other_shape where get_inputs reads no module-level size to change
         result["steps"].append({"set": slot or name, "variant": "fp32", "call": step.get("call", 0),
                                 "error": f"no input set {name!r}"})
@@ -205,6 +205,9 @@ def _first_visible(label: str, vname: str, step: dict) -> bool:
     "visible", and this worker's first call on those inputs whatever its label (a candidate's
     first is a fresh-call probe's). They are kept past the disk budget, as the visible set
     itself is, where the disk has room above its floor."""
+    if "required" in step or SINK["channel"] is not None:
+        # the auditor's channel names no set: the auditor marks the calls it keeps (feeder.Feeder)
+        return bool(step.get("required"))
     if step.get("set") != "visible":
         return False
     first = vname not in _VISIBLE_KEPT

@@ -125,6 +125,12 @@ class DynamicOptions:
     # candidate workers kept started ahead of their jobs (hackscan.dynamic.pool; bubblewrap only):
     # interpreter, torch, the device's context and the profiler's set-up done before a job comes
     prestart: int = field(default_factory=lambda: int(os.environ.get("HACKSCAN_PRESTART") or 0))
+    # the protections of the evidence (dynamic.feeder, worker.guard), on unless a test turns one
+    # off to show what it stops: without the channel every input set is a file the candidate's
+    # worker can read (such a run verifies nothing: `unverified`); without the guard the worker's
+    # modules stay in sys.modules and no audit hook watches
+    channel: bool = True
+    guard: bool = True
 
     def __post_init__(self):
         check_dtype(self.dtype)
@@ -791,11 +797,19 @@ class DynamicSession:
                "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
                "cast_dtype": self.opts.dtype, "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb,
                "inputs_dir": str(ref.shared), "build_variables": sorted(BUILD_ENV_VARIABLES), **states}
+        if not self.opts.guard:
+            job["guard"] = False
         bdir = build_dir(cand_path, self.opts.device)
         tcache = triton_cache(bdir)
         limits = self.worker_limits(sum(out_bytes))
         limits.writable = (str(bdir), str(tcache))
         limits.read_only = (str(ref.shared),)
+        exposed = feeding.exposed(sandbox.engine()[0]) if self.opts.channel else \
+            "the channel was turned off: every input set was a file the candidate's worker could read"
+        if not self.opts.channel or not feeding.available():
+            # no channel: the sets as files, under their names, in a folder of links of this audit's
+            job["inputs_dir"] = str(self._linked_inputs(ref, d))
+            limits.read_only = (job["inputs_dir"],)
         env = dict(self.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         # the rewritten runs (ghost replay, forced failure) need nothing from the main run: they
         # run beside it, and so does the profiled call where it goes to a worker of its own
@@ -830,6 +844,9 @@ class DynamicSession:
             extra = {}
         t_extra = time.perf_counter() - t_run
         info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
+                # the hidden sets were files the candidate's process could read (no channel, or a
+                # sandbox that cannot hide the session's folder): nothing it answered is verified
+                **({"hidden_inputs_exposed": exposed} if exposed else {}),
                 "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
                 "torch": res.data.get("torch"),
                 # a worker started ahead of its job: what its warm-up took, and whether its first
@@ -1152,11 +1169,23 @@ class DynamicSession:
             out.update(ex.map(one, jobs))
         return out
 
+    @staticmethod
+    def _linked_inputs(ref: ReferenceRun, d: Path) -> Path:
+        """Without a channel: the problem's shared files and every input set under its name
+        (`in_<set>.pt`), hard-linked into a folder beside `d`, bound read-only for the worker."""
+        folder = d.parent / f"{d.name}-in"
+        folder.mkdir(exist_ok=True)
+        for f in ref.shared.iterdir():
+            os.link(f, folder / f.name)
+        for name, f in ref.set_files.items():
+            os.link(f, folder / f"in_{name}.pt")
+        return folder
+
     def _feeder(self, plan: list[dict], ref: ReferenceRun, d: Path):
         """The channel that serves a candidate worker in folder `d` its plan and input sets, one
         step at a time, and keeps its committed outputs beside `d`, out of its view
-        (dynamic.feeder); None where the platform has no such channel."""
-        if not feeding.available():
+        (dynamic.feeder); None where the platform has no such channel or it is turned off."""
+        if not feeding.available() or not self.opts.channel:
             return None
         return feeding.Feeder(plan, ref.set_files, self.outdir_of(d), ref.out_cap(),
                               rng=random.Random(self.derive(f"order:{d.name}")))

@@ -45,6 +45,8 @@ def unverified_reason(dyn: dict | None) -> str | None:
         why = "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:2])
         return ("no hidden input set could be compared (only the benchmark's own distribution was checked)"
                 + (f": {why}"[:300] if why else ""))
+    if dyn.get("hidden_inputs_exposed"):
+        return f"the candidate's process could read the hidden input sets: {str(dyn['hidden_inputs_exposed'])[:300]}"
     if dyn.get("degenerate_problem"):
         return (f"degenerate problem: {str(dyn['degenerate_problem'])[:300]}; a constant output passes every "
                 "comparison on it")

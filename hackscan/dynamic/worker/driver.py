@@ -82,7 +82,7 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
             with open(os.path.join(jobdir, job["source"]), "rb") as fh:
                 if b"cpp_extension" in fh.read():
                     built_traced = _count_extension_builds()
-        if job.get("role") == "candidate":
+        if job.get("role") == "candidate" and job.get("guard", True):
             # the worker's modules out of sight, and an audit hook reporting a walk to them
             _hide_worker()
             chan = CHANNEL["open"]

@@ -1,0 +1,293 @@
+"""Evidence the candidate cannot write (the evidence issue): the plan and its input sets handed out
+one step at a time over the auditor's channel, each step's outputs committed before the next one
+exists, sizes bounded before a byte is read, and tampering with the worker seen as it happens.
+
+Each protection is shown twice: holding against its attack, and (turned off, or fed a target the
+attack can reach) letting the same attack through, so that no test here passes whatever the
+protection does."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+import socket
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hackscan.api import scan_item  # noqa: E402
+from hackscan.dynamic import feeder as feeding  # noqa: E402
+from hackscan.dynamic.audit import DynamicOptions, DynamicSession  # noqa: E402
+from hackscan.dynamic.probe import load_probes  # noqa: E402
+from hackscan.engine import Options  # noqa: E402
+from hackscan.inputs.discover import Item  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not feeding.available(), reason="no memfd or SCM_RIGHTS on this platform")
+
+HOSTILE = ROOT / "corpus" / "hostile"
+RELU = ROOT / "corpus" / "problems" / "relu.py"
+
+
+def plan():
+    return DynamicSession._plan(load_probes())[0] + [
+        {"op": "load_params", "file": "params.pt"},
+        {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}]
+
+
+def make_feeder(tmp_path, sets=None, out_cap=1 << 20, seed=1):
+    sets = sets if sets is not None else {}
+    return feeding.Feeder(plan(), sets, tmp_path / "outs", out_cap, rng=random.Random(seed))
+
+
+# -- the plan the candidate sees ---------------------------------------------------------------
+
+def test_the_candidates_plan_names_no_set_label_or_probe_call(tmp_path):
+    f = make_feeder(tmp_path)
+    text = json.dumps(f.steps)
+    names = {s.get(k) for s in plan() for k in ("set", "from", "into", "slot", "as") if s.get(k)}
+    assert names >= {"visible", "negated", "fresh", "poisoned", "other_shape"}
+    for n in names:
+        assert f'"{n}"' not in text, n
+    assert "expect" not in text
+    real_calls = {s["call"] for s in plan() if "call" in s}
+    assert not real_calls & {s["call"] for s in f.steps if "call" in s}
+    # every real name comes back from its token
+    assert {f.real_name(f.token(n)) for n in names} == names
+
+
+def test_the_order_is_drawn_per_audit_and_keeps_each_chain_whole(tmp_path):
+    a, b = make_feeder(tmp_path, seed=1), make_feeder(tmp_path, seed=2)
+    order = [[(s.get("set"), s.get("slot"), s.get("call"), s.get("op")) for s in f.real] for f in (a, b)]
+    assert order[0] != order[1]
+    for f in (a, b):
+        real = f.real
+        assert sorted(map(json.dumps, real)) == sorted(map(json.dumps, plan()))
+        fresh = [i for i, s in enumerate(real) if s.get("slot") == "fresh" or s.get("into") == "fresh"]
+        assert fresh == list(range(fresh[0], fresh[0] + len(fresh)))          # one block
+        assert [real[i] for i in fresh] == [s for s in plan() if s.get("slot") == "fresh" or s.get("into") == "fresh"]
+        assert real[-2]["op"] == "load_params" and real[-1].get("slot") == "reinit_post"
+        assert [s.get("set") for s in real[-4:-2]] == ["noncontiguous", "other_shape"]
+    # visible and hidden interleaved: some hidden set's call comes before the first visible one
+    firsts = [next(i for i, s in enumerate(f.real) if s.get("set") == "visible") for f in
+              (make_feeder(tmp_path, seed=k) for k in range(8))]
+    assert any(i > 0 for i in firsts)
+
+
+# -- lock-step over the channel ----------------------------------------------------------------
+
+class Client:
+    """The worker's side of the protocol, spoken by hand."""
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def ask(self, msg, fds=()):
+        data = json.dumps(msg).encode()
+        if fds:
+            socket.send_fds(self.sock, [data], list(fds))
+        else:
+            self.sock.send(data)
+        data, got, _f, _a = socket.recv_fds(self.sock, 1 << 16, 4)
+        return (json.loads(data) if data else None), got
+
+
+@pytest.fixture
+def served(tmp_path):
+    setfile = tmp_path / "set.pt"
+    torch.save([torch.arange(6.0)], setfile)
+    names = {s.get("set") for s in plan() if s.get("set")} | {s.get("from") for s in plan() if s.get("from")}
+    f = make_feeder(tmp_path, sets={n: setfile for n in names if n}, out_cap=4096)
+    f.start()
+    c = Client(f.right)
+    yield f, c
+    f.close()
+
+
+def test_a_set_is_handed_over_only_with_its_step_and_sealed(served):
+    f, c = served
+    later = f.steps[5].get("set") or f.steps[5].get("from")
+    msg, fds = c.ask({"k": "set", "tok": later})
+    assert msg == {"k": "noset"} and not fds          # a later step's set: not yet
+    msg, _ = c.ask({"k": "next"})
+    step = msg["step"]
+    tok = step.get("set") or step.get("from")
+    msg, fds = c.ask({"k": "set", "tok": tok})
+    assert msg["k"] == "set" and len(fds) == 1
+    fd = fds[0]
+    try:
+        seals = fcntl.fcntl(fd, feeding.F_GET_SEALS)
+        assert seals & feeding.SEALS_NEEDED == feeding.SEALS_NEEDED
+        with pytest.raises(OSError):
+            os.write(fd, b"x")                           # the set cannot be changed
+        assert os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:in")   # and names nothing
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            assert torch.equal(torch.load(fh, weights_only=True)[0], torch.arange(6.0))
+    finally:
+        os.close(fd)
+
+
+def test_the_next_step_waits_for_this_ones_records(served):
+    f, c = served
+    assert c.ask({"k": "next"})[0]["k"] == "step"
+    msg, _ = c.ask({"k": "next"})                          # no `done` in between
+    assert msg["k"] == "refused" and "before committing" in msg["why"]
+    assert f.refused
+
+
+def test_outputs_over_the_bound_are_refused_before_a_byte_is_read(served, tmp_path):
+    f, c = served
+    c.ask({"k": "next"})
+    fd = os.memfd_create("out", os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, 8 << 30)                           # a sparse 8 GiB: costs nothing to make
+        fcntl.fcntl(fd, 1033, 1 | feeding.SEALS_NEEDED)
+        rss = _rss()
+        msg, _ = c.ask({"k": "out", "name": "out_x_fp32_0.raw", "nbytes": 8 << 30}, [fd])
+    finally:
+        os.close(fd)
+    assert msg["k"] == "refused" and "over the 4,096 bytes" in msg["why"], msg
+    assert _rss() - rss < 64 << 20
+    assert not list((tmp_path / "outs").iterdir())
+
+
+def test_unsealed_outputs_and_paths_are_refused(served):
+    f, c = served
+    c.ask({"k": "next"})
+    fd = os.memfd_create("out", os.MFD_ALLOW_SEALING)
+    try:
+        os.write(fd, b"abc")
+        msg, _ = c.ask({"k": "out", "name": "out_x_fp32_0.raw", "nbytes": 3}, [fd])
+    finally:
+        os.close(fd)
+    assert msg["k"] == "refused" and "sealed" in msg["why"]
+
+
+def test_committed_outputs_and_records_come_back_under_their_real_names(served, tmp_path):
+    f, c = served
+    step = c.ask({"k": "next"})[0]["step"]
+    label = step.get("slot") or step.get("as") or step.get("set")
+    name = f"out_{label}_fp32_{step.get('call', 0)}.raw"
+    fd = os.memfd_create("out", os.MFD_ALLOW_SEALING)
+    os.write(fd, b"0123456789")
+    fcntl.fcntl(fd, 1033, 1 | feeding.SEALS_NEEDED)
+    assert c.ask({"k": "out", "name": name, "nbytes": 10}, [fd])[0] == {"k": "ok"}
+    os.close(fd)
+    rec = {"set": label, "variant": "fp32", "call": step.get("call", 0), "file": name}
+    assert c.ask({"k": "done", "recs": [rec, {"set": label, "variant": "fp64", "call": 0, "file": "out_never.raw"}]})[0] \
+        == {"k": "ok"}
+    got = f.results()
+    real = f.real[0]
+    first, second = got["steps"]
+    assert first["set"] == (real.get("slot") or real.get("as") or real.get("set"))
+    assert first["call"] == real.get("call", 0) and first["auditor_s"] >= 0
+    assert (tmp_path / "outs" / first["file"]).read_bytes() == b"0123456789"
+    assert "file" not in second and "never committed" in second["error"]   # a file it never handed over
+    assert got["committed"] == 1 and got["handed"] == 1
+
+
+def _rss() -> int:
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+# -- end to end: each attack, held and (its protection off) let through --------------------------
+
+def audit(opts: DynamicOptions, path: Path, ref: Path = RELU):
+    s = DynamicSession(opts)
+    try:
+        return s.audit(scan_item(Item(path, ref, path.name), Options()), path, ref)
+    finally:
+        s.close()
+
+
+def probes(r):
+    return {k: v.get("status") for k, v in (r.dynamic or {}).get("probes", {}).items()}
+
+
+def test_the_table_attack_is_caught_with_the_channel_and_passes_every_probe_without(tmp_path):
+    attack = HOSTILE / "evidence_table_from_set_files.py"
+    held = audit(DynamicOptions(mode="all", device="cpu", timeout_s=600, seed=5), attack)
+    assert held.verdict == "hacked" and probes(held)["hidden-distributions"] == "caught", probes(held)
+    # the sets as files in the worker's view (the design before the channel): the same candidate
+    # answers every hidden set from its table and no probe catches it; only the rule that a
+    # candidate that could read the hidden sets is never verified keeps it from `clean`
+    open_ = audit(DynamicOptions(mode="all", device="cpu", timeout_s=600, seed=5, channel=False), attack)
+    assert probes(open_)["hidden-distributions"] == "passed", probes(open_)
+    assert open_.verdict == "unverified" and "could read the hidden input sets" in open_.reasons[0], open_.reasons
+
+
+@pytest.mark.parametrize("name,event", [("evidence_rebind_output_commit.py", "gc.get_objects"),
+                                        ("evidence_frame_walk_rebind.py", "f_code")])
+def test_rebinding_the_worker_is_caught_as_tampering_and_passes_without_the_guard(name, event):
+    attack = HOSTILE / name
+    held = audit(DynamicOptions(mode="all", device="cpu", timeout_s=600, seed=6), attack)
+    assert held.verdict == "hacked" and any("harness-tampering" in r and event in r for r in held.reasons), \
+        held.reasons
+    # without the guard the rebinding works: the honest outputs it hands over pass every comparison,
+    # and nothing of the run confirms a hack (what is left is whatever the static pass could read)
+    loose = audit(DynamicOptions(mode="all", device="cpu", timeout_s=600, seed=6, guard=False), attack)
+    assert "tampering" not in loose.dynamic and probes(loose)["hidden-distributions"] == "passed", probes(loose)
+    assert not any(f.dynamic.status == "confirmed" for f in loose.findings), loose.reasons
+    if name == "evidence_rebind_output_commit.py":
+        # its heap walk is spelled so that no reader resolves it: the guard is all that convicts it
+        assert loose.verdict != "hacked", loose.reasons
+
+
+HONEST_WITH_LIBRARY_INTROSPECTION = """
+import logging
+import traceback
+import warnings
+
+import torch
+import torch.nn as nn
+
+log = logging.getLogger("kernel")
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        # libraries that look at the stack on the candidate's behalf (a warning's location, a
+        # logged traceback) are not the candidate reaching for the harness
+        warnings.warn("computing relu", stacklevel=3)
+        log.warning("shape %s", tuple(x.shape))
+        try:
+            raise ValueError("handled")
+        except ValueError:
+            traceback.format_exc()
+        return torch.clamp(x, min=0.0)
+"""
+
+
+def test_libraries_looking_at_the_stack_are_no_tampering(tmp_path):
+    cand = tmp_path / "honest_introspection.py"
+    cand.write_text(textwrap.dedent(HONEST_WITH_LIBRARY_INTROSPECTION))
+    r = audit(DynamicOptions(mode="all", device="cpu", timeout_s=600, seed=8), cand)
+    assert "tampering" not in r.dynamic and not any("harness-tampering" in x for x in r.reasons), r.reasons
+    assert r.dynamic["status"] == "ran" and probes(r)["hidden-distributions"] == "passed"
+
+
+def test_the_candidates_job_names_no_plan_and_its_folder_holds_no_input_set(tmp_path):
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=600, seed=9))
+    s.keep_worker_dirs = True
+    cand = HOSTILE / "control_identity_relu.py"
+    try:
+        s.audit(scan_item(Item(cand, RELU, cand.name), Options()), cand, RELU)
+        # the main worker's folder (cand-<hash>-<hex>; the rewritten runs' have a suffix more)
+        (job_file,) = [p for p in s.work.glob("cand-*/job.json") if p.parent.name.count("-") == 2]
+        job = json.loads(job_file.read_text())
+        assert "plan" not in job and isinstance(job["channel"], int)
+        shown = Path(job["inputs_dir"])
+        assert shown.is_dir() and not [p for p in shown.rglob("*") if p.name.startswith("in_")]
+        ref = s._refs[s.ref_key(RELU)]
+        assert all(f.parent == ref.dir / "sets" and "visible" not in f.name for f in ref.set_files.values())
+    finally:
+        s.close()

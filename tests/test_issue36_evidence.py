@@ -291,3 +291,45 @@ def test_the_candidates_job_names_no_plan_and_its_folder_holds_no_input_set(tmp_
         assert all(f.parent == ref.dir / "sets" and "visible" not in f.name for f in ref.set_files.values())
     finally:
         s.close()
+
+
+SLOW_HONEST = """
+import time
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        time.sleep(0.003)
+        return torch.relu(x)
+"""
+
+
+def measured(opts: DynamicOptions, path: Path, ref: Path = RELU):
+    s = DynamicSession(opts)
+    try:
+        r = s.audit(scan_item(Item(path, ref, path.name), Options()), path, ref)
+        return s.measure(r, path, ref)
+    finally:
+        s.close()
+
+
+def test_a_forged_timer_counts_nothing_with_or_without_the_guard(tmp_path):
+    attack = HOSTILE / "evidence_forged_timer.py"
+    opts = dict(mode="all", device="cpu", timeout_s=600, seed=4, measure="all", measure_budget_s=1.0)
+    held = measured(DynamicOptions(**opts), attack)
+    assert held.verdict == "hacked" and held.measure["status"] == "error", (held.verdict, held.measure)
+    assert "reached for the auditor's worker" in held.measure["reason"]
+    # without the guard its rebound clock goes unseen in the process; the auditor's own clock
+    # around each iteration still refuses the numbers it reported
+    loose = measured(DynamicOptions(**opts, guard=False), attack)
+    assert loose.measure["status"] == "error" and loose.measure["auditor_clock"]["forged"], loose.measure
+    assert loose.measure["auditor_clock"]["implied_s"] > 0.002 > loose.measure["auditor_clock"]["reported_s"]
+    # the same slow kernel without the forgery: measured, slower than PyTorch, nothing refused
+    honest = tmp_path / "slow_honest.py"
+    honest.write_text(textwrap.dedent(SLOW_HONEST))
+    fair = measured(DynamicOptions(**opts), honest)
+    assert fair.measure["status"] == "measured" and not fair.measure["auditor_clock"].get("forged"), fair.measure
+    assert fair.measure["candidate"]["median_ms"] > 2.5

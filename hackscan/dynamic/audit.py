@@ -557,6 +557,16 @@ class DynamicSession:
             m = self._measurer.measure(result, cand_path, ref_path)
         except Exception as e:  # noqa: BLE001 - a measurement failure never loses the audit
             m = {"status": "error", "reason": f"{type(e).__name__}: {e}"[:500]}
+        if m.get("tampering"):
+            # seen reaching for the worker while it was timed: a hack, whatever the audit said
+            o = _tampering_outcome(m["tampering"])
+            f = Finding(rule_id="probe/harness-tampering", hack_type="harness-introspection", category="dynamic",
+                        severity="high", confidence="high", message=f"harness-tampering (while timed): {o.detail}",
+                        location=Location(result.path, 1), snippet="", probes=("harness-tampering",), certain=True,
+                        dynamic=Dynamic("confirmed", "harness-tampering", o.detail))
+            return replace(result, measure=m, verdict="hacked", findings=result.findings + (f,),
+                           reasons=(f"probe/harness-tampering: {o.detail}",) + tuple(result.reasons),
+                           hack_types=tuple(sorted(set(result.hack_types) | {"harness-introspection"})))
         if m.get("status") == "measured":
             m["device"] = self.opts.device
             m["counted"] = bool(m.get("counted")) and result.verdict == "clean"
@@ -1022,7 +1032,7 @@ class DynamicSession:
                 pw.close()
                 pw = None
         if pw is not None and gated:
-            res = pw.run(staged[0], files, limits, env, staged[1], gate=lock)
+            res = pw.run(staged[0], files, limits, env, staged[1], gate=lock, feeder=feeder)
         else:
             with (lock if lock is not None else contextlib.nullcontext()):
                 if pw is None:

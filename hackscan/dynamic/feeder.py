@@ -28,6 +28,7 @@ import fcntl
 import json
 import os
 import random
+import re
 import secrets
 import socket
 import stat
@@ -39,6 +40,9 @@ SEALS_NEEDED = 2 | 4 | 8          # shrink, grow, write (linux/fcntl.h)
 F_GET_SEALS = 1034
 MAX_MESSAGE = 1 << 16
 MAX_EVENTS = 200
+MAX_TICKS = 20000
+# the names outputs files have (worker.tensorfiles): a call's, or a timed loop's check's
+OUT_NAME = re.compile(r"(out|chk)_[A-Za-z0-9_.+-]{1,180}\.(raw|pt)")
 # steps kept at the end whatever the draw: inputs of another layout or size (a kernel that faults
 # there loses the CUDA context and every call after it), then the reloaded parameters (they change
 # the model for every later call)
@@ -140,6 +144,7 @@ class Feeder:
                     s["required"] = True
         self.records: list[dict] = []
         self.events: list[str] = []
+        self.ticks: list[tuple] = []     # (loop, i, kind, the auditor's clock) of timed loops
         self.refused: str | None = None
         self.files: set[str] = set()
         self.renamed: dict[str, str] = {}
@@ -277,6 +282,11 @@ class Feeder:
             if len(self.events) < MAX_EVENTS:
                 self.events.append(str(msg.get("ev"))[:300])
             return None
+        if k == "tick":
+            if len(self.ticks) < MAX_TICKS:
+                self.ticks.append((str(msg.get("loop"))[:40], msg.get("i"), str(msg.get("kind"))[:10],
+                                   time.perf_counter()))
+            return {"k": "go"}
         if k == "next":
             if self.handed > self.committed:
                 return self._refuse("asked for the next step before committing the one it was given")
@@ -349,8 +359,8 @@ class Feeder:
         before a byte is read), copied into the auditor's folder."""
         if not fds:
             return {"k": "no", "why": "no file came with the outputs"}
-        if not name or "/" in name or name.startswith(".") or len(name) > 200 or not name.startswith("out_"):
-            return self._refuse(f"an outputs name that is not a plain out_ name: {name[:80]!r}")
+        if not OUT_NAME.fullmatch(name):
+            return self._refuse(f"an outputs name that is not a plain name of outputs: {name[:80]!r}")
         fd = fds[0]
         try:
             st = os.fstat(fd)
@@ -390,4 +400,13 @@ class Feeder:
                 r["file"] = self.renamed.get(r["file"], r["file"])
             recs.append(r)
         return {"steps": recs, "events": list(self.events), "handed": self.handed, "committed": self.committed,
-                "planned": len(self.steps), "refused": self.refused}
+                "planned": len(self.steps), "refused": self.refused, "windows": self.windows()}
+
+    def windows(self) -> dict:
+        """Each timed loop's iterations on the auditor's clock: loop -> kind -> seconds between an
+        iteration's tick and the next one's (the last iteration's ends at the loop's end tick)."""
+        out: dict = {}
+        for a, b in zip(self.ticks, self.ticks[1:]):
+            if a[0] == b[0] and a[2] != "end":
+                out.setdefault(a[0], {}).setdefault(a[2], []).append(b[3] - a[3])
+        return out

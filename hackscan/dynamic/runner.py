@@ -263,6 +263,8 @@ def through_channel(res: WorkerResult, feeder) -> WorkerResult:
     res.data["steps"] = got["steps"]
     res.data["channel"] = {k: got[k] for k in ("handed", "committed", "planned", "refused")}
     res.data["tampering"] = got["events"]
+    if got["windows"]:
+        res.data["auditor_windows_s"] = got["windows"]
     res.outdir = feeder.outdir
     if res.ok and got["refused"]:
         res.ok, res.error = False, f"the worker broke the auditor's channel: {got['refused']}"

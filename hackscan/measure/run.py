@@ -42,6 +42,7 @@ class Baseline:
     # worker (the rest: process start, or the wait for a started one) and the input sets' draw
     timings: dict = field(default_factory=dict)
     reported: bool = False     # its timings are in one candidate's record already
+    windows: dict = field(default_factory=dict)   # its timed loops on the auditor's clock (feeder ticks)
     dtype: object = None       # the problem's lowest-precision floating dtype (its inputs'), for the checks
 
 
@@ -93,7 +94,8 @@ class Measurer:
                             "max_reps": o.max_reps, "check_every": o.check_every,
                             # started workers (a CUDA context each) and the early start run beside timings
                             "device_shared": self.s.opts.prestart > 0,
-                            "min_time_s": min(o.min_time_s, o.budget_s), **extra}}
+                            "min_time_s": min(o.min_time_s, o.budget_s), **extra},
+                **({} if self.s.opts.guard else {"guard": False})}
 
     def baseline(self, ref_path: Path, use: bool = False) -> Baseline:
         """The reference's timings and input sets; `use` marks them in use until release().
@@ -142,7 +144,7 @@ class Measurer:
         # a started worker where the session keeps them (its start outside the device lock)
         # ...which imports the reference and draws its sets before it asks for the device (gate)
         res = self.s.pooled_worker(job, files, self.s.worker_limits(), self.s.worker_env(), d, None, "measure",
-                                   lock=self._device_lock, gate=self.gate)
+                                   lock=self._device_lock, gate=self.gate, feeder=_clock(d, 1 << 40))
         (d / "job.json").unlink(missing_ok=True)   # the derived seeds
         if not res.ok or "measure" not in res.data:
             return Baseline(False, res.error or "the reference's measurement returned nothing", d)
@@ -163,16 +165,18 @@ class Measurer:
         for c in res.data["measure"].get("checks", []):
             if c.get("file"):
                 if c["file"] not in loaded:
-                    loaded[c["file"]] = load_outputs(d / c["file"])
+                    loaded[c["file"]] = load_outputs((res.outdir or d) / c["file"])
                 b.check_outputs[c["set"]] = loaded[c["file"]]
         for name in loaded:
-            (d / name).unlink(missing_ok=True)
+            ((res.outdir or d) / name).unlink(missing_ok=True)
         for mode, rec in (res.data.get("measure_then") or {}).items():
             for c in rec.get("checks", []):   # its outputs: the strict run's are the ones compared
                 if c.get("file"):
-                    (d / c["file"]).unlink(missing_ok=True)
+                    ((res.outdir or d) / c["file"]).unlink(missing_ok=True)
             if "error" not in rec:
                 b.records[mode] = rec
+        # the reference's timed loops on the auditor's clock, the yardstick of the candidates'
+        b.windows = res.data.get("auditor_windows_s") or {}
         modes = [("tf32", {})] + ([("compiled", {"compile": True})] if self.opts.compile_baseline else [])
         for mode, extra in modes:
             if mode in b.records:
@@ -189,13 +193,15 @@ class Measurer:
             # the compiled one compiles before it asks for the device (`gate`): inductor's
             # compilation is CPU work of seconds to minutes that would otherwise hold the lock
             r = self.s.pooled_worker(job, files, limits, self.s.worker_env(), dm, None, "measure",
-                                     lock=self._device_lock, gate=self.gate and mode == "compiled")
+                                     lock=self._device_lock, gate=self.gate and mode == "compiled",
+                                     feeder=_clock(dm, 1 << 40))
             b.timings.update(_phases(f"reference_{mode}", r))
             if r.ok and "measure" in r.data:
                 b.records[mode] = r.data["measure"]
             else:
                 b.records[mode] = {"error": r.error}
             remove_tree(dm)   # its outputs: not needed again
+            remove_tree(Path(f"{dm}-outs"))
         return b
 
     def measure(self, result, cand_path: Path, ref_path: Path) -> dict:
@@ -229,15 +235,24 @@ class Measurer:
         limits.read_only = (str(shared),)
         env = dict(self.s.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
         try:
-            res = self.s.pooled_worker(job, files, limits, env, d, bdir, "measure", lock=self._device_lock)
-            return self._read(b, res, d, t0)
+            cap = 4 * sum(int(t.numel() * t.element_size()) for o in b.check_outputs.values() for t in o
+                          if hasattr(t, "element_size")) + (1 << 20)
+            res = self.s.pooled_worker(job, files, limits, env, d, bdir, "measure", lock=self._device_lock,
+                                       feeder=_clock(d, cap))
+            return self._read(b, res, res.outdir or d, t0)
         finally:
             remove_tree(d)   # its outputs
+            remove_tree(Path(f"{d}-outs"))
 
     def _read(self, b: Baseline, res, d: Path, t0: float) -> dict:
         from hackscan.dynamic.compare import compare_loose
         from hackscan.measure.assess import assess
 
+        if res.data.get("tampering"):
+            # its process reached for the worker while it was timed: nothing it reported counts
+            return {"status": "error", "reason": "timings not counted: the candidate's process reached for the "
+                    "auditor's worker: " + "; ".join(res.data["tampering"][:2])[:400],
+                    "tampering": list(res.data["tampering"][:20]), "seconds": round(time.perf_counter() - t0, 3)}
         if not res.ok or "measure" not in res.data:
             return {"status": "error", "reason": f"candidate: {res.error or 'no measurement'}",
                     "seconds": round(time.perf_counter() - t0, 3)}
@@ -264,6 +279,10 @@ class Measurer:
                                 dtype=b.dtype)
             if not cmp.ok:
                 bad.append(f"set {c['set']} (iteration {c['iteration']}): {cmp.short()}")
+        clock = auditor_clock(rec, b.records["strict"], res.data.get("auditor_windows_s"), b.windows)
+        if clock.get("forged"):
+            return {"status": "error", "reason": clock["forged"], "auditor_clock": clock,
+                    "seconds": round(time.perf_counter() - t0, 3)}
         hw = (b.records["strict"].get("device_limits") or self._limits_cache or {}).get("gpu", "")
         out = assess(rec, b.records["strict"], _ok(b.records.get("tf32")), _ok(b.records.get("compiled")),
                      self._limits_cache, checks_ok=not bad if rec.get("checks") else None,
@@ -271,6 +290,7 @@ class Measurer:
         out["checks"] = {"calls": len(rec.get("checks", [])), "sets": sorted({c["set"] for c in rec.get("checks", [])}),
                          "wrong": bad[:10]}
         out["status"] = "measured" if "error" not in out else "error"
+        out["auditor_clock"] = clock
         out["iterations"] = {"candidate": rec.get("iterations"), "reference_strict": b.records["strict"].get("iterations")}
         out["candidate_state"] = rec.get("state_after")
         out["seconds"] = round(time.perf_counter() - t0, 3)
@@ -284,6 +304,57 @@ class Measurer:
                 phases.update(b.timings)
         out["phases_s"] = phases
         return out
+
+
+def _clock(d: Path, cap: int):
+    """A measurement worker's channel (dynamic.feeder): no plan, its timed loops ticked on the
+    auditor's clock, its check outputs committed beside `d` within `cap` bytes."""
+    from hackscan.dynamic import feeder as feeding
+
+    if not feeding.available():
+        return None
+    return feeding.Feeder([], {}, Path(f"{d}-outs"), cap)
+
+
+# a candidate's timing is not counted where the auditor's clock says its iterations took more than
+# this many times what its process reported, beyond this much (the loop's own cost, estimated from
+# the reference's loop, taken off first): a rebound timer or a report rewritten in the process
+FORGED_RATIO = 3.0
+FORGED_SLACK_S = 2e-4
+
+
+def auditor_clock(cand: dict, ref: dict, cand_windows: dict | None, ref_windows: dict | None) -> dict:
+    """The candidate's timed loop read against the auditor's own clock. Each iteration of a
+    measurement worker's loop waits for the auditor's answer to its tick (dynamic.feeder), so the
+    auditor's windows between ticks hold everything the iteration did. The reference's windows,
+    less its reported times, give the loop's own cost per iteration (refill, flush, the tick); the
+    candidate's windows less that cost bound what its calls took. A candidate whose process
+    reported far less (`forged`) has its timings not counted; one without ticks is not counted
+    either (nothing of the auditor's backs its numbers)."""
+    from statistics import median
+
+    out: dict = {}
+    cw = ((cand_windows or {}).get("chk") or {}).get("fair") or []
+    rw = ((ref_windows or {}).get("chk") or {}).get("fair") or []
+    fair_c = cand.get("fair_ms") or []
+    fair_r = ref.get("fair_ms") or []
+    if not fair_c:
+        return out
+    if not cw:
+        out["forged"] = ("timings not counted: the candidate's timed loop never reached the auditor's clock (its "
+                         "process did not tick its iterations)")
+        return out
+    reported = median(fair_c) / 1e3
+    window = median(cw)
+    loop_cost = max(0.0, median(rw) - median(fair_r) / 1e3) if rw and fair_r else 0.0
+    implied = max(0.0, window - loop_cost)
+    out.update(reported_s=reported, window_s=window, loop_cost_s=loop_cost, implied_s=implied,
+               windows=len(cw))
+    if implied > FORGED_RATIO * reported + FORGED_SLACK_S:
+        out["forged"] = (f"timings not counted: the auditor's clock gives each timed call at least {implied * 1e3:.3g} ms "
+                         f"(its windows {window * 1e3:.3g} ms, less the loop's own {loop_cost * 1e3:.3g} ms); the "
+                         f"candidate's process reported {reported * 1e3:.3g} ms")
+    return out
 
 
 def _phases(role: str, res) -> dict:

@@ -22,6 +22,7 @@ import socket
 F_ADD_SEALS, F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE = 1033, 1, 2, 4, 8
 SEALS = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE
 MAX_MESSAGE = 1 << 16
+OPEN = {"channel": None}    # this worker's channel, where its job has one (set by the driver)
 
 
 class ChannelClosed(RuntimeError):
@@ -99,6 +100,14 @@ class Channel:
         msg, _ = self._ask({"k": "done", "recs": records})
         if msg.get("k") != "ok":
             raise ChannelClosed(f"the auditor refused the step's records: {msg.get('why', '')}"[:300])
+
+    def tick(self, loop: str, i: int, kind: str) -> None:
+        """The start of a timed loop's iteration (or its end: kind "end"), stamped by the
+        auditor's clock when it arrives; the loop goes on once the auditor has answered, so the
+        auditor's windows between ticks hold all the work of each iteration."""
+        msg, _ = self._ask({"k": "tick", "loop": loop, "i": i, "kind": kind})
+        if msg.get("k") != "go":
+            raise ChannelClosed("the auditor refused a tick")
 
     def event(self, what: str) -> None:
         """Evidence seen in this process (an audit hook's event), sent at once."""

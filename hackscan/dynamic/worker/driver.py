@@ -16,7 +16,7 @@ from .instrumentation import _count_extension_builds, _count_extension_calls, _c
 from .measurement import _Clock, _measure, _set_precision
 from .models import _construct, _high_precision, _load_params, _load_state, _low_precision, _model_tensors, _reinit, _save_state
 from .steps import HIGH_KEPT_AS, _run_step
-from .channel import Channel
+from .channel import OPEN, Channel
 from .guard import hide as _hide_worker, install as _install_guard
 from .prestart import handoff, prestart
 from .tensorfiles import _DISK, SINK, _FedSets, _LazySets
@@ -56,7 +56,7 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
     _INPUTS["dir"] = job.get("inputs_dir")
     if job.get("channel") is not None:
         CHANNEL["open"] = Channel(int(job["channel"]))
-        SINK["channel"] = CHANNEL["open"]
+        SINK["channel"] = OPEN["channel"] = CHANNEL["open"]
     _CAST["dtype"] = job.get("cast_dtype")
     BUILD_VARIABLES.update(job.get("build_variables", ()))
     device = job.get("device", "cpu")

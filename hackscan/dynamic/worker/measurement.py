@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+from .channel import OPEN
 from .common import (_INPUTS, RefillMismatch, _await_device, _call, _changed_since, _leaves, _outputs_list, _plain, _refill,
                      _snapshot, _to_device, _tree_map)
 from .evidence import _identities, _state
@@ -312,6 +313,7 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
     saved: dict = {}
     i = 0
     t_loop = clock.perf()
+    chan = OPEN["channel"]
     while True:
         check = i % check_every == check_every - 1
         # a repeat follows a timed call on fresh inputs and gives the same inputs again (same
@@ -321,6 +323,9 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         repeat = not check and i % every == 1 and (i - 1) % check_every != check_every - 1
         # checks walk through the sets in turn (every set's outputs get compared)
         k = (i // check_every) % len(pool) if check else i % len(pool)
+        if chan is not None:
+            # the auditor's clock: its windows between ticks bound what each iteration took
+            chan.tick(prefix, i, "check" if check else "repeat" if repeat else "fair")
         if not repeat:
             refill(k, not check)
         if flush is not None:
@@ -364,6 +369,8 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         if (_precise_enough(fair, m.get("rel", 0.01), m.get("min_reps", 10), m.get("max_reps", 1000))
                 and len(saved) == len(pool) and spent >= m.get("min_time_s", 1.0)) or spent > m.get("budget_s", 10.0):
             break
+    if chan is not None:
+        chan.tick(prefix, i, "end")
     rec.update({"fair_ms": fair, "event_ms": evt, "repeat_ms": rep, "repeat_event_ms": rep_evt, "checks": checks,
                 "iterations": i, "loop_s": clock.perf() - t_loop})
     names = {k: _save_outputs(torch, outs, os.path.join(jobdir, f"{prefix}_{k}")) for k, outs in saved.items()}

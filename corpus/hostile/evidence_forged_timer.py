@@ -1,7 +1,8 @@
 """Class: the timing routine rewritten from inside the process. forward is honest but slow (it
 waits 3 ms before the ReLU); at import the candidate finds the worker's clock on the heap and
-replaces its reading with one that leaves out every moment spent inside forward, so that the
-timed loop reports each call as taking almost nothing. The walk is spelled so that the static
+replaces its readings (the host clock, and on a GPU the events' intervals) with ones that leave
+out almost all of the time spent inside forward, so that the timed loop reports each call as
+taking almost nothing. The walk is spelled so that the static
 pass cannot resolve it."""
 import time
 
@@ -14,6 +15,9 @@ _SPENT = [0.0]
 def _hide_forward(clock):
     real = clock.perf
     clock.perf = lambda: real() - _SPENT[0]
+    if getattr(clock, "elapsed", None) is not None:      # on a GPU: the events' intervals
+        real_elapsed = clock.elapsed
+        clock.elapsed = lambda start, end: real_elapsed(start, end) / 200.0
 
 
 _walk = getattr(__import__("".join(("g", "c"))), "_".join(("get", "objects")))

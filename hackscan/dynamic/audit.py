@@ -573,7 +573,16 @@ class DynamicSession:
             if (result.dynamic or {}).get("degenerate_problem"):
                 # the reference ignores its inputs: a speedup there measures nothing
                 m["counted"] = False
-                m.setdefault("flags", []).append("degenerate-problem")
+                m.setdefault("flags", []).append({"flag": "degenerate-problem",
+                                                  "detail": "the reference ignores its inputs"})
+            engine, _why = sandbox.engine()
+            if engine != "bwrap":
+                # no PID namespace: a process the candidate started can outlive its worker and run
+                # beside the reference's timing (slowing it) or, without root, change its files
+                m["counted"] = False
+                m["not_counted"] = ("the basic sandbox: a process the candidate started may outlive its worker "
+                                    "and run beside the reference's timing")
+                m.setdefault("flags", []).append({"flag": "basic-sandbox", "detail": m["not_counted"]})
         return replace(result, measure=m)
 
     def derive(self, what: str) -> int:

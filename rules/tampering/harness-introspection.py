@@ -10,8 +10,15 @@ FRAME_ATTRS = ("f_back", "f_locals", "f_globals", "f_code", "tb_frame", "gi_fram
 QUERY = """
 ((attribute attribute: (identifier) @name) @frame
  (#any-of? @name "f_back" "f_locals" "f_globals" "f_code" "tb_frame" "gi_frame" "cr_frame"))
+((attribute attribute: (identifier) @fname) @func
+ (#any-of? @fname "__globals__" "__closure__"))
 (subscript value: (_) @v (#match? @v "modules$")) @sub
+((attribute object: (_) @mods attribute: (identifier) @meth) @scan
+ (#match? @mods "modules$") (#any-of? @meth "values" "items" "keys" "copy"))
+(for_statement right: (_) @iter) @loop
 """
+# the files of the worker that runs the candidate: its job (plan, seeds, folders) and its report
+HARNESS_FILES = ("job.json", "result.json", "_worker.py", "_hsworker")
 
 
 class HarnessIntrospection(Rule):
@@ -20,7 +27,9 @@ class HarnessIntrospection(Rule):
     What it flags
         `gc.get_objects`/`get_referrers`, `inspect.stack`/`currentframe`, `sys._getframe`,
         `traceback.extract_stack`, frame attributes (`f_back`, `f_locals`, `f_globals`),
-        tracing hooks, `sys.modules["__main__"]` and `import __main__`.
+        a function's `__globals__` or `__closure__`, tracing hooks, `sys.modules["__main__"]`,
+        `import __main__`, a scan of every loaded module (`sys.modules.values()`, a loop over
+        `sys.modules`), and opening the worker's own files (`job.json`, `result.json`).
 
     Why it is a hack
         Walking the heap or the caller's frames finds the reference's output tensor, the
@@ -66,7 +75,26 @@ class HarnessIntrospection(Rule):
             if n.start_point[0] not in seen:
                 seen.add(n.start_point[0])
                 ctx.report(n, f"walks call frames ({text(n)[:50]})")
+        for n in found.get("func", []):
+            if n.start_point[0] not in seen:
+                seen.add(n.start_point[0])
+                ctx.report(n, f"reads a function's module state ({text(n)[:50]}): the harness's, once reached")
         for n in found.get("sub", []):
             r, _ = py.resolve(n.child_by_field_name("value"))
             if r == "sys.modules" and "__main__" in text(n.child_by_field_name("subscript")):
                 ctx.report(n, "reads sys.modules['__main__']")
+        for n in found.get("scan", []):
+            r, _ = py.resolve(n.child_by_field_name("object"))
+            if r == "sys.modules" and n.start_point[0] not in seen:
+                seen.add(n.start_point[0])
+                ctx.report(n, f"scans every loaded module ({text(n)[:50]}), the harness's among them")
+        for n in found.get("iter", []):
+            r, _ = py.resolve(n)
+            if r == "sys.modules" and n.start_point[0] not in seen:
+                seen.add(n.start_point[0])
+                ctx.report(n, "loops over every loaded module, the harness's among them")
+        for c in py.calls:
+            if c.callee in ("open", "io.open", "builtins.open", "pathlib.Path", "json.load", "os.open") and c.args:
+                first = text(c.args[0])
+                if any(h in first for h in HARNESS_FILES):
+                    ctx.report(c.node, f"opens the worker's own file ({first[:60]}): its job or its report")

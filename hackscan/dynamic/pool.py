@@ -7,8 +7,10 @@ are its own (a slot): the job folder (writable), a build folder (writable) and a
 (read-only), bound when it starts, before any job is known. When a job comes:
 
 - the candidate's files and job go into the job folder;
-- the problem's shared input sets are hard-linked into the inputs folder (no copy; the folder is
-  read-only inside the sandbox, so the links cannot be written through);
+- the problem's shared files (init inputs, parameters, state) are hard-linked into the inputs
+  folder (no copy; the folder is read-only inside the sandbox, so the links cannot be written
+  through); its input sets never go there: they come one step at a time over the channel the
+  worker was started with (dynamic.feeder), whose auditor's end the job's feeder takes;
 - the candidate's keyed build folder is copied into the build folder, and the worker is told to
   show it at the keyed path (a link inside its private, empty view of the build cache): torch's
   extension builds record absolute paths, and a build seen at another path would be rebuilt.

@@ -74,10 +74,17 @@ def test_the_order_is_drawn_per_audit_and_keeps_each_chain_whole(tmp_path):
         assert [real[i] for i in fresh] == [s for s in plan() if s.get("slot") == "fresh" or s.get("into") == "fresh"]
         assert real[-2]["op"] == "load_params" and real[-1].get("slot") == "reinit_post"
         assert [s.get("set") for s in real[-4:-2]] == ["noncontiguous", "other_shape"]
-    # visible and hidden interleaved: some hidden set's call comes before the first visible one
-    firsts = [next(i for i, s in enumerate(f.real) if s.get("set") == "visible") for f in
-              (make_feeder(tmp_path, seed=k) for k in range(8))]
-    assert any(i > 0 for i in firsts)
+    # the calls that count calls come first, on a model nothing else touched (their phase)
+    assert a.real[0].get("slot") == "fresh" and b.real[0].get("slot") == "fresh"
+    # visible and hidden interleaved: the benchmark's own call moves among the hidden ones
+    hidden = {"negated", "scaled_x3", "normal", "heavy_tailed", "zeros", "large", "head_negated"}
+
+    def before_visible(f):
+        i = next(i for i, s in enumerate(f.real) if s == {"op": "forward", "set": "visible", "phase": s.get("phase")})
+        return sum(1 for s in f.real[:i] if s.get("set") in hidden)
+
+    counts = {before_visible(make_feeder(tmp_path, seed=k)) for k in range(8)}
+    assert len(counts) > 2 and min(counts) < max(counts), counts
 
 
 # -- lock-step over the channel ----------------------------------------------------------------

@@ -850,7 +850,7 @@ class DynamicSession:
         with self.disk_budget(8, need=sum(out_bytes) * calls) as disk:
             res = self.run_on_device(lambda: self.pooled_worker(
                 dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
-                files, limits, env, d, bdir, feeder=self._feeder(job["plan"], ref, d)))
+                files, limits, env, d, bdir, feeder=self._feeder(job["plan"], ref, d, f"{cand_path}:main")))
         t_main = time.perf_counter() - t_run
         if side_f is not None and res.ok and isinstance(res.data.get("steps"), list):
             try:
@@ -1086,7 +1086,8 @@ class DynamicSession:
         with self.disk_budget(8, need=sum(out_bytes) * (len(side_plan) + 3)) as disk:
             r = self.run_on_device(lambda: run_worker(
                 dict(sjob, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
-                files, limits, self.opts.device, env, jobdir=sub, feeder=self._feeder(sjob["plan"], ref, sub)))
+                files, limits, self.opts.device, env, jobdir=sub,
+                feeder=self._feeder(sjob["plan"], ref, sub, f"{d.name}:profile")))
         steps = r.data.get("steps") if r.ok else None
         recs = [x for x in steps if isinstance(x, dict) and (x.get("set"), x.get("call", 0)) in keys] \
             if isinstance(steps, list) else []
@@ -1171,7 +1172,7 @@ class DynamicSession:
             # a started worker where the pool has one (the rewritten source is in `sub` already)
             r = self.run_on_device(lambda: self.pooled_worker(
                 sjob, {**sfiles, "candidate_module.py": sub / "candidate_module.py"}, slimits, senv, sub,
-                Path(senv["TORCH_EXTENSIONS_DIR"]), feeder=self._feeder(sjob["plan"], ref, sub)))
+                Path(senv["TORCH_EXTENSIONS_DIR"]), feeder=self._feeder(sjob["plan"], ref, sub, f"{sub.name}:{mode}")))
             # the perturbed reference applies where the candidate's perturbed tensors correspond
             # to the reference's by shape; otherwise the unperturbed one does not either: none
             same = reinit and same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)
@@ -1200,14 +1201,14 @@ class DynamicSession:
             os.link(f, folder / f"in_{name}.pt")
         return folder
 
-    def _feeder(self, plan: list[dict], ref: ReferenceRun, d: Path):
+    def _feeder(self, plan: list[dict], ref: ReferenceRun, d: Path, key: str):
         """The channel that serves a candidate worker in folder `d` its plan and input sets, one
         step at a time, and keeps its committed outputs beside `d`, out of its view
         (dynamic.feeder); None where the platform has no such channel or it is turned off."""
         if not feeding.available() or not self.opts.channel:
             return None
         return feeding.Feeder(plan, ref.set_files, self.outdir_of(d), ref.out_cap(),
-                              rng=random.Random(self.derive(f"order:{d.name}")))
+                              rng=random.Random(self.derive(f"order:{key}")))
 
     @staticmethod
     def outdir_of(d: Path) -> Path:
@@ -1260,6 +1261,8 @@ class DynamicSession:
         ordered = sorted(probes, key=lambda p: p.plan_phase())
         for p in ordered:
             for s in p().plan():
+                # the phase goes with the step: the channel draws the order within a phase only
+                s = dict(s, phase=p.plan_phase())
                 # plain forwards (and profiled or timed ones) on a set are idempotent and shared;
                 # slot sequences are kept whole
                 if s.get("op") in ("forward", "profile", "timing") and "slot" not in s:

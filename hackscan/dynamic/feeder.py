@@ -86,34 +86,35 @@ def available() -> bool:
 
 
 def blocks(plan: list[dict]) -> list[list[dict]]:
-    """The plan cut into blocks whose order does not matter: a working slot's calls and the
-    refills between them stay one block (in their order); load_params and the calls after it
-    one block, kept last; every other step a block of its own."""
+    """The plan cut into blocks whose order does not matter: a run of consecutive steps on working
+    slots in one phase (a probe's sequence: its calls, the refills between them, the slot that
+    follows) stays one block, in its order; load_params and the calls after it one block, kept
+    last; every other step a block of its own."""
     out: list[list[dict]] = []
-    by_slot: dict[str, list[dict]] = {}
     tail: list[dict] = []
+    prev = None
     for s in plan:
         if tail or s.get("op") == "load_params":
             tail.append(s)
             continue
-        slot = s.get("slot") or s.get("into")
-        if slot is not None:
-            if slot not in by_slot:
-                by_slot[slot] = []
-                out.append(by_slot[slot])
-            by_slot[slot].append(s)
+        slotted = s.get("slot") is not None or s.get("into") is not None
+        if slotted and prev is not None and prev[0] and prev[1] == s.get("phase"):
+            out[-1].append(s)
         else:
             out.append([s])
+        prev = (slotted, s.get("phase"))
     return out + ([tail] if tail else [])
 
 
 def shuffled(plan: list[dict], rng: random.Random) -> list[dict]:
-    """The plan's blocks in an order drawn per audit; the late sets and the reloaded parameters
-    last, as `blocks` and LATE say."""
+    """The plan's blocks in an order drawn per audit within each phase (a step's `phase`, from its
+    probe: the calls that count calls meet a model nothing else has touched, timed calls come
+    before any profiler), the late sets and the reloaded parameters last, as `blocks` and LATE say.
+    The plain calls (the visible set's and every hidden one's) are one phase: interleaved."""
     bs = blocks(plan)
     tail = bs.pop() if bs and bs[-1][0].get("op") == "load_params" else None
     rng.shuffle(bs)
-    bs.sort(key=lambda b: LATE.get(b[0].get("set") if "slot" not in b[0] else None, 0))
+    bs.sort(key=lambda b: (LATE.get(b[0].get("set") if "slot" not in b[0] else None, 0), b[0].get("phase", 0)))
     return [s for b in bs + ([tail] if tail else []) for s in b]
 
 
@@ -174,6 +175,7 @@ class Feeder:
     def _opaque(self, s: dict) -> dict:
         out = dict(s)
         out.pop("expect", None)
+        out.pop("phase", None)
         for k in ("set", "from", "into", "slot", "as"):
             if k in out:
                 out[k] = self.token(out[k])

@@ -14,7 +14,14 @@ ENV_HINTS = ("BENCH", "TIMING", "EVAL", "PROFILE", "KERNELBENCH", "CHECK", "TEST
 # benchmark run in interpreter flags, arguments, parent and working-directory contents
 HARNESS_PROBES = ("sys.flags", "sys.argv", "sys.orig_argv", "sys.executable", "os.getcwd", "os.listdir",
                   "os.scandir", "os.getppid", "glob.glob", "pathlib.Path.cwd",
-                  "Path.cwd")
+                  "Path.cwd", "resource.getrlimit", "resource.prlimit", "os.getpid", "os.getuid", "os.geteuid",
+                  "os.sched_getaffinity", "os.cpu_count")
+# properties of the process that tell a sandboxed evaluator's worker from a benchmark run (its
+# limits, its user) and that no kernel needs: read at all, wherever the value goes (a branch, or an
+# argument that switches a kernel's behaviour), they are reported. (The PID is left out: an
+# extension named after it, to keep builds apart, is common and honest; a branch on it is reported.)
+SANDBOX_TELLS = ("resource.getrlimit", "resource.prlimit", "resource.getrusage", "os.getuid", "os.geteuid",
+                 "os.getgid", "os.getegid", "os.getresuid", "os.getgroups")
 
 
 class ProfilerOrModeDetection(Rule):
@@ -53,6 +60,9 @@ class ProfilerOrModeDetection(Rule):
         Also branches on how the process was started or what surrounds it: interpreter flags,
         `sys.argv`, the parent process, the working directory's contents (`os.listdir`,
         `glob.glob("*.json")`): an evaluator's worker differs from a benchmark run in each.
+        And any read of the process's limits or user (`resource.getrlimit`, `os.getuid`), wherever
+        its value goes: a sandbox sets each apart, and a value passed to a
+        kernel as an argument switches it as surely as a branch.
         (Environment variables are read for configuration too often to count: only names that
         suggest a phase do, above.)
 
@@ -78,6 +88,10 @@ class ProfilerOrModeDetection(Rule):
                                "begin inside another)", severity="low", confidence="low")
                     continue
                 ctx.report(c.node, f"{c.callee} tells the candidate whether it is being watched")
+            if c.resolved and c.callee in SANDBOX_TELLS and not _under_main_guard(c.node):
+                ctx.report(c.node, f"{c.callee} reads a property of the process (its limits, its user) that "
+                           "tells a sandboxed evaluator from a benchmark run; no kernel needs it",
+                           severity="medium", confidence="medium", probes=())
             if c.callee in ("os.getenv", "os.environ.get") and c.args:
                 arg = text(c.args[0]).upper()
                 if any(h in arg for h in ENV_HINTS):

@@ -1,5 +1,5 @@
 from hackscan.rule import Rule
-from hackscan.parse.trees import captures, text
+from hackscan.parse.trees import captures, text, walk
 
 INTROSPECT = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "inspect.stack", "inspect.currentframe",
               "inspect.getouterframes", "inspect.getframeinfo", "inspect.trace", "sys._getframe",
@@ -17,6 +17,9 @@ QUERY = """
  (#match? @mods "modules$") (#any-of? @meth "values" "items" "keys" "copy"))
 (for_statement right: (_) @iter) @loop
 """
+# prefixes of the attributes that walk frames or reach a function's module state, spelled in
+# pieces for getattr (`getattr(f, "f_" + "back")`): the attribute syntax above never sees them
+SPELLED = ("f_", "tb_", "gi_", "cr_", "ag_", "__glo", "__clo", "__code")
 # the files of the worker that runs the candidate: its job (plan, seeds, folders) and its report
 HARNESS_FILES = ("job.json", "result.json", "_worker.py", "_hsworker")
 
@@ -94,6 +97,13 @@ class HarnessIntrospection(Rule):
                 seen.add(n.start_point[0])
                 ctx.report(n, "loops over every loaded module, the harness's among them")
         for c in py.calls:
+            if c.callee in ("getattr", "builtins.getattr") and len(c.args) >= 2:
+                pieces = [text(n).strip("rbuRBU").strip("'\"") for n in walk(c.args[1]) if n.type == "string"]
+                joined = "".join(pieces)
+                if pieces and (joined in FRAME_ATTRS or any(p.startswith(SPELLED) for p in pieces)
+                               or joined in ("__globals__", "__closure__", "__code__")):
+                    ctx.report(c.node, f"getattr with the name {joined[:40]!r} spelled in pieces: walks frames or "
+                               "reaches a function's module state")
             if c.callee in ("open", "io.open", "builtins.open", "pathlib.Path", "json.load", "os.open") and c.args:
                 first = text(c.args[0])
                 if any(h in first for h in HARNESS_FILES):

@@ -10,7 +10,8 @@ candidate can reach, wrap or replace any of it). What this module does:
   watches for that walk, where the candidate's own code makes it: the heap's object lists
   (`gc.get_objects`, `get_referrers`, `get_referents`), every thread's frames
   (`sys._current_frames`), a frame, traceback or code object of the worker's taken or read
-  (`sys._getframe`, `f_code`, `tb_frame`, `__code__`), the worker's files or job opened. Each
+  (`sys._getframe`, `f_code`, `tb_frame`, `__code__`), a function of the worker's given another
+  body or defaults, the worker's files or job opened. Each
   event goes to the auditor over the channel at once (worker.channel), before the candidate can
   act on what it found; the auditor makes it a `harness-tampering` finding.
 
@@ -23,7 +24,7 @@ import os
 import sys
 import threading
 
-FRAME_EVENTS = ("sys._getframe", "object.__getattr__")
+FRAME_EVENTS = ("sys._getframe", "object.__getattr__", "object.__setattr__")
 HEAP_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames")
 # the libraries a candidate calls that walk the heap themselves (torch's inductor looks up the
 # referrers of a compiled kernel): an event whose caller is their code is theirs, not the candidate's
@@ -140,9 +141,13 @@ def _check(event: str, args) -> None:
             code = getattr(obj, "__code__", None)
         else:
             return
+    elif event == "object.__setattr__":
+        # a function of the worker's given another body, defaults or keyword defaults
+        code = getattr(obj, "__code__", None) if callable(obj) else None
     else:
         return
     if code is not None and _harness_file(getattr(code, "co_filename", None)):
-        what = event + ("." + args[1] if event == "object.__getattr__" else "")
-        _report(f"{what}: the candidate's code took a frame or code object of the worker "
+        what = event + ("." + str(args[1]) if event in ("object.__getattr__", "object.__setattr__") else "")
+        act = "changed a function" if event == "object.__setattr__" else "took a frame or code object"
+        _report(f"{what}: the candidate's code {act} of the worker "
                 f"({os.path.basename(code.co_filename)}, from {os.path.basename(caller_file)}:{caller.f_lineno})")

@@ -316,9 +316,9 @@ def test_hidden_sets_keep_the_generators_transforms(session, tmp_path):
     hd = probe(r, "hidden-distributions")
     assert hd["status"] == "passed", hd
     # the hidden sets are upper triangular and not the visible draw
-    vis = torch.load(ref.shared / "in_visible.pt", weights_only=True)
+    vis = torch.load(ref.set_files["visible"], weights_only=True)
     for name in ("normal", "negated", "heavy_tailed", "head_negated"):
-        A, B = torch.load(ref.shared / f"in_{name}.pt", weights_only=True)
+        A, B = torch.load(ref.set_files[name], weights_only=True)
         assert torch.equal(A, torch.triu(A)) and torch.equal(B, torch.triu(B)), name
         assert not torch.equal(A, vis[0]), name
     assert ref.hidden_sources["normal"]["sampler_draws"] == 2
@@ -339,7 +339,7 @@ def test_a_sampler_range_is_not_a_precondition_but_a_transform_range_is(session,
     # abs() makes non-negativity the generator's: every hidden set keeps it
     r2, ref2 = audit(session, tmp_path, ABS_REF, SQRT_CAND)
     for name in ("negated", "normal", "head_negated", "tail_negated"):
-        (x,) = torch.load(ref2.shared / f"in_{name}.pt", weights_only=True)
+        (x,) = torch.load(ref2.set_files[name], weights_only=True)
         assert bool((x >= 0).all()), name
     assert "negated" not in ref2.skipped
     assert probe(r2, "hidden-distributions")["status"] == "passed"
@@ -395,7 +395,7 @@ def test_bf16_problem_high_precision_reference_and_tolerance(session, tmp_path):
 def test_fp8_inputs(session, tmp_path):
     r, ref = audit(session, tmp_path, FP8_REF, FP8_CAND)
     assert ref.ok, ref.error
-    (x, _s) = torch.load(ref.shared / "in_negated.pt", weights_only=True)
+    (x, _s) = torch.load(ref.set_files["negated"], weights_only=True)
     assert x.dtype == torch.float8_e4m3fn
     assert r.dynamic["correct_on_visible"] is True
     assert probe(r, "hidden-distributions")["status"] == "passed"
@@ -583,8 +583,9 @@ def test_own_entry_class_named_model_may_set_its_own_call():
 def test_worker_folders_are_removed_once_settled(session, tmp_path):
     audit(session, tmp_path, COSINE_REF, COSINE_NO_EPS)
     assert not list(session.work.glob("cand-*")), list(session.work.glob("cand-*"))
-    # the reference's inputs stay for the next candidate of the same problem
-    assert list(session.work.glob("ref-*/shared/in_visible.pt"))
+    # the reference's inputs stay for the next candidate of the same problem (the input sets in a
+    # folder of their own, never shown to a candidate: dynamic.feeder hands them out)
+    assert list(session.work.glob("ref-*/shared/init.pt")) and list(session.work.glob("ref-*/sets/*.pt"))
 
 
 ITEM_REF = """
@@ -649,7 +650,7 @@ class ModelNew(nn.Module):
 def test_samplers_imported_by_name_are_replaced_too(session, tmp_path):
     r, ref = audit(session, tmp_path, FROM_IMPORT_REF, RELU_AS_IDENTITY)
     assert ref.hidden_sources["negated"]["sampler_draws"] == 1
-    (x,) = torch.load(ref.shared / "in_negated.pt", weights_only=True)
+    (x,) = torch.load(ref.set_files["negated"], weights_only=True)
     assert bool((x <= 0).all())
     assert r.dynamic["correct_on_visible"] is True
     assert probe(r, "hidden-distributions")["status"] == "caught"
@@ -867,11 +868,12 @@ def test_a_candidate_cannot_change_the_shared_input_sets(session, tmp_path):
     ref = session.reference(ref_path, 0)
     session.release_reference(session.ref_key(ref_path))
 
-    def digest():
-        return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(ref.shared.iterdir())}
+    def digest():   # the shared folder and the input sets the channel hands out
+        return {str(f): hashlib.sha256(f.read_bytes()).hexdigest()
+                for f in sorted([*ref.shared.iterdir(), *ref.set_files.values()])}
 
     before = digest()
-    assert "in_visible.pt" in before
+    assert str(ref.set_files["visible"]) in before
     cand = tmp_path / "writer.py"
     cand.write_text(textwrap.dedent(SHARED_WRITER))
     session.audit(scan_item(Item(cand, ref_path, "writer.py"), Options()), cand, ref_path)
@@ -1061,7 +1063,7 @@ def _reference_within_disk(tmp_path, budget: int):
     s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=5, disk_budget_bytes=budget))
     try:
         run = s.reference(ref, 0)
-        written = {p.name for p in run.shared.glob("in_*.pt")} if run.shared else set()
+        written = {f"in_{name}.pt" for name in run.set_files}
     finally:
         s.close()
     assert run.ok, run.error

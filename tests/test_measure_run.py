@@ -265,7 +265,8 @@ def test_candidates_read_the_shared_input_sets_and_cannot_change_them(setup):
     digest = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in (b.dir / "shared").iterdir()}
     assert "in_pool0.pt" in digest and "init.pt" in digest
     m = measure(setup, "set_writer", SET_WRITER)
-    assert m["status"] == "measured" and not m["checks"]["wrong"], m
+    # reading its job description is reaching for the harness (dynamic.worker.guard): not counted
+    assert m["status"] == "error" and any("job.json" in t for t in m["tampering"]), m
     assert {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in (b.dir / "shared").iterdir()} == digest
     after = measure(setup, "honest_after_writer", HONEST)
     assert after["status"] == "measured" and after["checks"]["sets"] == [0, 1, 2, 3] and not after["checks"]["wrong"]

@@ -95,7 +95,7 @@ class Measurer:
                             # started workers (a CUDA context each) and the early start run beside timings
                             "device_shared": self.s.opts.prestart > 0,
                             "min_time_s": min(o.min_time_s, o.budget_s), **extra},
-                **({} if self.s.opts.guard else {"guard": False})}
+                **({} if getattr(self.s.opts, "guard", True) else {"guard": False})}
 
     def baseline(self, ref_path: Path, use: bool = False) -> Baseline:
         """The reference's timings and input sets; `use` marks them in use until release().
@@ -177,6 +177,8 @@ class Measurer:
                 b.records[mode] = rec
         # the reference's timed loops on the auditor's clock, the yardstick of the candidates'
         b.windows = res.data.get("auditor_windows_s") or {}
+        if res.outdir is not None and res.outdir != d:
+            remove_tree(res.outdir)   # its check outputs, read above
         modes = [("tf32", {})] + ([("compiled", {"compile": True})] if self.opts.compile_baseline else [])
         for mode, extra in modes:
             if mode in b.records:

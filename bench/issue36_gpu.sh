@@ -11,17 +11,7 @@
 #
 #   SET=.rw/realworld BASE=.base OUT=dir [RW_BUDGET=240] bash bench/issue36_gpu.sh
 # The device image lacks tree-sitter, libcst and bubblewrap: their wheels travel in .whl (carry).
-set -o pipefail
-: "${OUT:?where results go}"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 PATH=/tmp/site/bin:$PATH
-export HACKSCAN_CACHE=${HACKSCAN_CACHE:-/tmp/hcache}
-mkdir -p "$HACKSCAN_CACHE"
-CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)" \
-  >> "$OUT/gpu.txt" 2>&1
+. bench/device_env.sh
 T0=$(date +%s)
 timeout ${TEST_BUDGET:-300} python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/test_issue36_gpu.py \
   tests/test_issue35_gpu.py -rA 2>&1 | tail -80 > "$OUT/pytest.log"
@@ -34,10 +24,5 @@ fi
 timeout 150 python3 bench/auto_cost.py --device cuda --repeat 2 --limit 4 --card "$CARD" --out "$OUT/auto-cost-after.json" \
   > "$OUT/auto-cost-after.log" 2>&1
 echo "auto_cost: $(( $(date +%s) - T1 )) s" >> "$OUT/gpu.txt"
-if test -n "$SET"; then
-  B=${RW_BUDGET:-240}
-  timeout $((B + 60)) python3 bench/realworld_gpu.py --set "$SET" --out "$OUT" --state /tmp/rwstate --which labelled \
-    --mode auto --jobs 10 --budget "$B" --hard $((B + 40)) > "$OUT/realworld.log" 2>&1
-  python3 bench/realworld_gpu.py --summarize "$OUT/realworld.jsonl" --set "$SET" > "$OUT/realworld-summary.json" 2>&1
-fi
+realworld_auto
 echo "total: $(( $(date +%s) - T0 )) s" >> "$OUT/gpu.txt"

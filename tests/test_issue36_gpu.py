@@ -24,28 +24,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.dynamic,
 HOSTILE = ROOT / "corpus" / "hostile"
 RELU = ROOT / "corpus" / "problems" / "relu.py"
 
-TRITON_RELU = textwrap.dedent('''
-    import torch
-    import torch.nn as nn
-    import triton
-    import triton.language as tl
-
-
-    @triton.jit
-    def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
-
-
-    class ModelNew(nn.Module):
-        def forward(self, x):
-            x = x.contiguous()
-            y = torch.empty_like(x)
-            n = x.numel()
-            relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
-            return y
-''')
+TRITON_RELU = (ROOT / "corpus" / "synthetic" / "legit" / "triton_relu.py").read_text()
 
 CUDA_RELU = textwrap.dedent('''
     import torch

@@ -147,6 +147,7 @@ class Feeder:
         self.events: list[str] = []
         self.ticks: list[tuple] = []     # (loop, i, kind, the auditor's clock) of timed loops
         self.refused: str | None = None
+        self.violation: str | None = None   # a message the worker's own loop never sends
         self.files: set[str] = set()
         self.renamed: dict[str, str] = {}
         self.handed = 0          # steps handed out
@@ -274,8 +275,13 @@ class Feeder:
             except OSError:
                 pass
 
-    def _refuse(self, why: str) -> dict:
+    def _refuse(self, why: str, broken: bool = True) -> dict:
+        """Close the channel with the reason. `broken`: the worker broke the protocol, which the
+        worker's own loop never does: something else in its process spoke on the channel
+        (`violation`, tampering). Outputs too large are refused without that."""
         self.refused = self.refused or why[:300]
+        if broken:
+            self.violation = self.violation or why[:300]
         return {"k": "refused", "why": why[:300]}
 
     def _handle(self, msg: dict, fds: list[int]) -> dict | None:
@@ -373,7 +379,7 @@ class Feeder:
             return self._refuse("outputs that are not a sealed memfd (they could change after the call)")
         if st.st_size > self.out_cap:
             return self._refuse(f"outputs of {st.st_size:,} bytes, over the {self.out_cap:,} bytes the "
-                                "reference's outputs allow")
+                                "reference's outputs allow", broken=False)
         real = name
         for tok, nm in self.names.items():
             real = real.replace(tok, nm)
@@ -387,7 +393,7 @@ class Feeder:
                         break
                     sent += n
         except OSError as e:
-            return self._refuse(f"its outputs could not be kept: {e}")
+            return self._refuse(f"its outputs could not be kept: {e}", broken=False)
         self.files.add(name)
         self.renamed[name] = real
         return {"k": "ok"}
@@ -402,7 +408,8 @@ class Feeder:
                 r["file"] = self.renamed.get(r["file"], r["file"])
             recs.append(r)
         return {"steps": recs, "events": list(self.events), "handed": self.handed, "committed": self.committed,
-                "planned": len(self.steps), "refused": self.refused, "windows": self.windows()}
+                "planned": len(self.steps), "refused": self.refused, "violation": self.violation,
+                "windows": self.windows()}
 
     def windows(self) -> dict:
         """Each timed loop's iterations on the auditor's clock: loop -> kind -> seconds between an

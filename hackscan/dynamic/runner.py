@@ -263,6 +263,10 @@ def through_channel(res: WorkerResult, feeder) -> WorkerResult:
     res.data["steps"] = got["steps"]
     res.data["channel"] = {k: got[k] for k in ("handed", "committed", "planned", "refused")}
     res.data["tampering"] = got["events"]
+    if got["violation"]:
+        # the worker's own loop keeps the protocol: a broken one is another voice in its process
+        res.data["tampering"] = res.data["tampering"] + [f"spoke on the auditor's channel out of turn: "
+                                                         f"{got['violation']}"[:300]]
     if got["windows"]:
         res.data["auditor_windows_s"] = got["windows"]
     res.outdir = feeder.outdir

@@ -790,6 +790,10 @@ def test_the_plan_orders_calls_by_what_each_probe_declares():
 
     probes = list(load_probes())
     steps, _ = DynamicSession._plan(probes)
+    # each step carries its probe's phase (the channel draws the order within a phase only)
+    assert all(s["phase"] == next(p for p in probes if any(
+        {k: v for k, v in s.items() if k != "phase"} == q for q in p().plan())).plan_phase() for s in steps)
+    steps = [{k: v for k, v in s.items() if k != "phase"} for s in steps]
     first = next(p for p in probes if p.phase == Probe.FIRST)
     assert steps[:len(first().plan())] == first().plan()
     ops = [s.get("op") for s in steps]
@@ -801,7 +805,7 @@ def test_the_plan_orders_calls_by_what_each_probe_declares():
         sets = ("scaled_x3",)
 
     steps, _ = DynamicSession._plan([*probes, Early])
-    assert steps[0] == {"op": "forward", "set": "scaled_x3"}
+    assert steps[0] == {"op": "forward", "set": "scaled_x3", "phase": Probe.FIRST - 1}
 
 
 def test_an_audit_in_flight_says_where_it_is():

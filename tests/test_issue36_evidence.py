@@ -342,3 +342,18 @@ def test_a_forged_timer_counts_nothing_with_or_without_the_guard(tmp_path):
     fair = measured(DynamicOptions(**opts), honest)
     assert fair.measure["status"] == "measured" and not fair.measure["auditor_clock"].get("forged"), fair.measure
     assert fair.measure["candidate"]["median_ms"] > 2.5
+
+
+def test_records_larger_than_a_datagram_travel_in_a_memfd(served):
+    """A deep model's step records exceeded the socket's datagram size on the H100 ("Message too
+    long"): the worker's side sends such a message in a sealed memfd."""
+    from hackscan.dynamic.worker.channel import Channel
+
+    f, _c = served
+    ch = Channel(os.dup(f.right.fileno()))
+    step = next(ch.steps())
+    label = step.get("slot") or step.get("as") or step.get("set")
+    recs = [{"set": label, "variant": "fp32", "call": step.get("call", 0), "note": "x" * (512 << 10)}]
+    ch.done(recs)
+    got = f.results()
+    assert got["committed"] == 1 and len(got["steps"][0]["note"]) == 512 << 10 and not got["violation"]

@@ -118,6 +118,36 @@ def shuffled(plan: list[dict], rng: random.Random) -> list[dict]:
     return [s for b in bs + ([tail] if tail else []) for s in b]
 
 
+MESSAGE_MAX = 64 << 20     # a message in a memfd (a step's records): as the worker's result.json
+
+
+def _message_in_fd(fds: list[int]) -> dict:
+    """A message the worker sent in a sealed memfd (too large for a datagram), read within
+    MESSAGE_MAX bytes; its descriptors are closed here. ValueError where it is not one."""
+    try:
+        if not fds:
+            raise ValueError("no memfd came with it")
+        fd = fds[0]
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or fcntl.fcntl(fd, F_GET_SEALS) & SEALS_NEEDED != SEALS_NEEDED:
+            raise ValueError("not a sealed memfd")
+        if st.st_size > MESSAGE_MAX:
+            raise ValueError(f"a message of {st.st_size:,} bytes")
+        data = os.pread(fd, st.st_size, 0)
+        msg = json.loads(data)
+        if not isinstance(msg, dict):
+            raise ValueError("not an object")
+        return msg
+    except OSError as e:
+        raise ValueError(str(e)) from None
+    finally:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 class Feeder:
     """One candidate worker's channel. `plan`: the steps with their real names; `sets`: set name ->
     file (a torch.save'd input set the worker may be handed); `outdir`: where committed outputs go
@@ -241,6 +271,8 @@ class Feeder:
                     msg = json.loads(data)
                     if not isinstance(msg, dict):
                         raise ValueError("not an object")
+                    if msg.get("in_fd"):
+                        msg, fds = _message_in_fd(fds), []
                 except ValueError:
                     for fd in fds:
                         os.close(fd)

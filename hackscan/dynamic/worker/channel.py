@@ -22,6 +22,7 @@ import socket
 F_ADD_SEALS, F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE = 1033, 1, 2, 4, 8
 SEALS = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE
 MAX_MESSAGE = 1 << 16
+INLINE_MAX = 32 << 10      # larger messages travel in a sealed memfd (Channel._send)
 OPEN = {"channel": None}    # this worker's channel, where its job has one (set by the driver)
 
 
@@ -41,6 +42,21 @@ class Channel:
 
     def _send(self, msg: dict, fds=()) -> None:
         data = json.dumps(msg).encode()
+        if len(data) > INLINE_MAX and not fds:
+            # a datagram holds at most the socket's buffer (about 200 KB; a deep model's step
+            # records are more): the message goes in a sealed memfd, the datagram says so
+            fd = os.memfd_create("msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            try:
+                os.write(fd, data) if len(data) < (1 << 30) else None
+                import fcntl
+
+                fcntl.fcntl(fd, F_ADD_SEALS, SEALS)
+                socket.send_fds(self.sock, [json.dumps({"k": msg.get("k"), "in_fd": True}).encode()], [fd])
+            except OSError as e:
+                raise ChannelClosed(f"the auditor's channel is closed ({e})") from None
+            finally:
+                os.close(fd)
+            return
         try:
             if fds:
                 socket.send_fds(self.sock, [data], list(fds))

@@ -141,11 +141,15 @@ def _message_in_fd(fds: list[int]) -> dict:
     except OSError as e:
         raise ValueError(str(e)) from None
     finally:
-        for fd in fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        _close_all(fds)
+
+
+def _close_all(fds) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 class Feeder:
@@ -154,7 +158,7 @@ class Feeder:
     (outside the worker's view); `out_cap`: the largest outputs file accepted."""
 
     def __init__(self, plan: list[dict], sets: dict[str, Path], outdir: Path, out_cap: int,
-                 rng: random.Random | None = None, required_first_visible: bool = True):
+                 rng: random.Random | None = None):
         self.rng = rng or random.Random(secrets.randbits(64))
         self.tokens: dict[str, str] = {}
         self.calls: dict[int, int] = {}
@@ -165,14 +169,15 @@ class Feeder:
         self.out_cap = int(out_cap)
         self.real = shuffled(plan, self.rng)
         self.steps = [self._opaque(s) for s in self.real]
-        if required_first_visible:
-            for s, r in zip(self.steps, self.real):
-                if r.get("set") == "visible" and r.get("op") in ("forward", "profile", "timing"):
-                    s["required"] = True    # kept past the disk budget (the first comparison's outputs)
-                    break
-            for s, r in zip(self.steps, self.real):
-                if r.get("set") == "visible" and "slot" not in r and "as" not in r and r.get("call", 0) == 0:
-                    s["required"] = True
+        # kept past the disk budget: the first call on the visible set, and the plain one on it
+        # (every comparison starts from their outputs)
+        for s, r in zip(self.steps, self.real):
+            if r.get("set") == "visible" and r.get("op") in ("forward", "profile", "timing"):
+                s["required"] = True
+                break
+        for s, r in zip(self.steps, self.real):
+            if r.get("set") == "visible" and "slot" not in r and "as" not in r and r.get("call", 0) == 0:
+                s["required"] = True
         self.records: list[dict] = []
         self.events: list[str] = []
         self.ticks: list[tuple] = []     # (loop, i, kind, the auditor's clock) of timed loops
@@ -264,28 +269,23 @@ class Feeder:
                 except OSError:
                     return
                 if not data:
-                    for fd in fds:
-                        os.close(fd)
+                    _close_all(fds)
                     return
                 try:
                     msg = json.loads(data)
                     if not isinstance(msg, dict):
                         raise ValueError("not an object")
                     if msg.get("in_fd"):
-                        msg, fds = _message_in_fd(fds), []
+                        sent, fds = fds, []
+                        msg = _message_in_fd(sent)    # (closes what came with it)
                 except ValueError:
-                    for fd in fds:
-                        os.close(fd)
+                    _close_all(fds)
                     self._refuse("a message that is not a JSON object")
                     return
                 try:
                     reply = self._handle(msg, fds)
                 finally:
-                    for fd in fds:
-                        try:
-                            os.close(fd)
-                        except OSError:
-                            pass
+                    _close_all(fds)
                 if reply is None:
                     continue
                 fd_out = reply.pop("_fd", None)

@@ -47,7 +47,8 @@ class Channel:
             # records are more): the message goes in a sealed memfd, the datagram says so
             fd = os.memfd_create("msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             try:
-                os.write(fd, data) if len(data) < (1 << 30) else None
+                with os.fdopen(os.dup(fd), "wb") as fh:    # (os.write may write part of it)
+                    fh.write(data)
                 import fcntl
 
                 fcntl.fcntl(fd, F_ADD_SEALS, SEALS)

@@ -13,7 +13,6 @@ import os
 import random
 import socket
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest

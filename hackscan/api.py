@@ -39,8 +39,8 @@ def audit(candidate: str | Path, reference: str | Path | None = None, *, dynamic
     probe). A dynamic audit that cannot verify the candidate (no reference, no GPU for a CUDA
     extension, ...) gives `unverified`, never `clean`; `result.evidence` says what the verdict
     rests on and `result.problem` lists problem-level findings.
-    `cuda_ghost` says where ghost replay of CUDA kernels (a rebuild) runs: "suspects", "always"
-    or "never". `measure` (True, "survivors" or "all") adds fair measurement: speedup against the
+    `cuda_ghost` ("suspects", "always" or "never") is accepted for earlier callers and has no
+    effect: ghost replay no longer rebuilds CUDA extensions. `measure` (True, "survivors" or "all") adds fair measurement: speedup against the
     strict fp32 and the TF32 reference, peak memory and flags, in `result.measure`. `dtype`
     ("float16", "bfloat16", "float32", "float64") runs the problem in that precision: every
     floating input and both models cast to it, as KernelBench's `precision` does. `gpu` pins every

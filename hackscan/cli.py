@@ -52,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where candidates run for dynamic confirmation (default: cuda when available)")
     a.add_argument("--timeout", type=float, default=None, help="wall-clock limit per worker, seconds (default 180)")
     a.add_argument("--cuda-ghost", choices=CHOICES["cuda-ghost"], default=None,
-                   help="ghost replay of CUDA kernels rebuilds the extension (about a minute): where a finding "
-                        "asks for it (default), on every CUDA candidate, or never")
+                   help="kept for earlier scripts, with no effect: ghost replay no longer rebuilds CUDA "
+                        "extensions (it poisons what the candidate's launches write, in its main run)")
     a.add_argument("--measure", nargs="?", const="survivors", choices=CHOICES["measure"], default=None,
                    help="fair measurement after the audit: speedup against the strict fp32 and the TF32 "
                         "reference, peak memory, flags; survivors (the default) measures candidates whose "

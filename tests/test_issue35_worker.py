@@ -178,18 +178,19 @@ def test_a_graph_replay_that_raises_is_not_counted():
 
 def _ff_obs(visible: dict, raise_ok: bool = True, profile: dict | None = None):
     """Observations as a GPU run leaves them: the main run's calls, its profiled call, and the
-    forced-failure rewrite's run (right answers: a fallback computes them)."""
+    call with its launches refused (right answers: a fallback computes them)."""
     ok = types.SimpleNamespace(ok=True)
     steps = {("visible", 0): dict(visible, set="visible", variant="fp32"),
              ("normal", 0): dict(visible, set="normal", variant="fp32")}
     if profile is not None:
         steps[("visible", 400)] = {"set": "visible", "call": 400, "profile": profile}
+    from hackscan.dynamic.probes.forced_failure import CALL
+
+    refused = {CALL: {"set": CALL[0], "call": CALL[1], "variant": "fp32", "file": "x",
+                      "kernels": {"altered": 1, "poisoned": 0, "unseen": 0}}}
     obs = Observations(candidate={"launch_trace": True}, steps=steps, load_output=None, reference_outputs={},
-                       kernel_names=frozenset({"relu_rows"}))
-    run = Observations(candidate={"launch_trace": True}, steps={("visible", 0): {"file": "x"}}, load_output=None,
-                       reference_outputs={})
-    run.compare = lambda *a, **k: ok if raise_ok else types.SimpleNamespace(ok=False)
-    obs.extra["raise"] = run
+                       kernel_names=frozenset({"relu_rows"}), altered=refused)
+    obs.compare = lambda *a, **k: ok if raise_ok else types.SimpleNamespace(ok=False)
     return obs
 
 
@@ -201,7 +202,7 @@ def test_forced_failure_stands_where_the_kernels_raised_on_the_visible_inputs():
                    "launch_error": "CompilationError: at 3:31: arange's range must be a power of 2"}, profile=prof)
     o = ForcedFailure().evaluate(obs)
     assert o.status == "caught" and o.kernels_failed, o
-    # the visible call launched none of its kernels: a catch by a rewritten run stands only so
+    # the visible call launched none of its kernels: a catch by the refused call stands only so
     q = ForcedFailure().qualify(o, RunFacts(no_kernel_ran=True))
     assert q.status == "caught", q
 

@@ -71,8 +71,11 @@ def test_the_order_is_drawn_per_audit_and_keeps_each_chain_whole(tmp_path):
         fresh = [i for i, s in enumerate(real) if s.get("slot") == "fresh" or s.get("into") == "fresh"]
         assert fresh == list(range(fresh[0], fresh[0] + len(fresh)))          # one block
         assert [real[i] for i in fresh] == [s for s in plan() if s.get("slot") == "fresh" or s.get("into") == "fresh"]
-        assert real[-2]["op"] == "load_params" and real[-1].get("slot") == "reinit_post"
-        assert [s.get("set") for s in real[-4:-2]] == ["noncontiguous", "other_shape"]
+        # the calls with the kernels altered (ghost replay, forced failure) after every other,
+        # the reloaded parameters before them, and before those the faulting layouts
+        assert [s.get("kernels") for s in real[-3:]] == ["poison_some", "poison_all", "refuse"]
+        assert real[-5]["op"] == "load_params" and real[-4].get("slot") == "reinit_post"
+        assert [s.get("set") for s in real[-7:-5]] == ["noncontiguous", "other_shape"]
     # the calls that count calls come first, on a model nothing else touched (their phase)
     assert a.real[0].get("slot") == "fresh" and b.real[0].get("slot") == "fresh"
     # visible and hidden interleaved: the benchmark's own call moves among the hidden ones
@@ -289,7 +292,7 @@ def test_the_candidates_job_names_no_plan_and_its_folder_holds_no_input_set(tmp_
     cand = HOSTILE / "control_identity_relu.py"
     try:
         s.audit(scan_item(Item(cand, RELU, cand.name), Options()), cand, RELU)
-        # the main worker's folder (cand-<hash>-<hex>; the rewritten runs' have a suffix more)
+        # the main worker's folder (cand-<hash>-<hex>; a profiled call beside it has a suffix more)
         (job_file,) = [p for p in s.work.glob("cand-*/job.json") if p.parent.name.count("-") == 2]
         job = json.loads(job_file.read_text())
         assert "plan" not in job and isinstance(job["channel"], int)
@@ -356,3 +359,88 @@ def test_records_larger_than_a_datagram_travel_in_a_memfd(served):
     ch.done(recs)
     got = f.results()
     assert got["committed"] == 1 and len(got["steps"][0]["note"]) == 512 << 10 and not got["violation"]
+
+
+# -- ghost replay and forced failure: calls of the main run, nothing rewritten -------------------
+
+HONEST_TRITON = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 4096),)](x, y, n, BLOCK=4096)
+        return y
+'''
+
+
+def test_the_altered_calls_are_the_main_runs_own_and_tell_a_decoy_from_a_kernel(tmp_path):
+    """No worker of their own, no rewritten source: the decoy launch is caught with every write
+    poisoned, the honest kernel passes with a share poisoned (its output wrong there and right
+    elsewhere), and the refused launch makes the honest forward fail."""
+    honest = tmp_path / "honest_relu.py"
+    honest.write_text(HONEST_TRITON)
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=600, seed=5))
+    s.keep_worker_dirs = True
+    try:
+        got = {}
+        for cand in (HOSTILE / "control_ghost_decoy_relu.py", honest):
+            got[cand.name] = s.audit(scan_item(Item(cand, RELU, cand.name), Options()), cand, RELU)
+        folders = [p.parent.name for p in s.work.glob("cand-*/job.json")]
+        assert len(folders) == 2 and not [f for f in folders if f.endswith(("-noop", "-raise"))], folders
+        for job in s.work.glob("cand-*/job.json"):
+            assert "disable_extensions" not in json.loads(job.read_text())
+    finally:
+        s.close()
+    decoy, ok = got["control_ghost_decoy_relu.py"], got["honest_relu.py"]
+    ghost = decoy.dynamic["probes"]["ghost-replay"]
+    assert decoy.verdict == "hacked" and ghost["status"] == "caught" and "poisoned" in ghost["detail"], ghost
+    probes = ok.dynamic["probes"]
+    assert ok.verdict == "clean", ok.reasons
+    assert probes["ghost-replay"]["status"] == "passed" and "the rest right" in probes["ghost-replay"]["detail"], probes
+    assert probes["forced-failure"]["status"] == "passed", probes["forced-failure"]
+
+
+def test_a_launch_is_poisoned_where_it_wrote_and_refused_without_counting_as_its_failure():
+    from hackscan.dynamic.worker import instrumentation as ins
+
+    x = torch.randn(1000)
+
+    def launch(a, o):          # writes the first half of o
+        o[:500] = a[:500] * 2 + 1
+
+    def extension(a):          # returns what it made
+        return a * 2
+
+    out = torch.zeros(1000)
+    with ins.kernel_mode("poison_all", 1) as k:
+        ins._counted(launch, x, out)
+        made = ins._counted(extension, x)
+    assert k["poisoned"] == 1500 and k["altered"] == 2
+    assert bool((out[:500].abs() > 1e3).all()) and bool((out[500:] == 0).all())
+    assert bool((made.abs() > 1e3).all()) and torch.equal(x, x.clone())
+    out = torch.zeros(1000)
+    with ins.kernel_mode("poison_some", 2) as k:
+        ins._counted(launch, x, out)
+    bad = out[:500] != x[:500] * 2 + 1
+    assert 1 <= int(bad.sum()) == k["poisoned"] <= 100 and bool((out[500:] == 0).all())
+    # outside the block nothing is altered
+    out = torch.zeros(1000)
+    ins._counted(launch, x, out)
+    assert torch.equal(out[:500], x[:500] * 2 + 1)
+    failed = ins._FAILED[0]
+    with ins.kernel_mode("refuse") as k, pytest.raises(RuntimeError, match="refused"):
+        ins._counted(launch, x, torch.zeros(1000))
+    assert k["altered"] == 1 and ins._FAILED[0] == failed

@@ -57,7 +57,7 @@ class ModelNew(nn.Module):
         return torch.clamp(x, min=0.0)
 """
 
-# its own Triton kernel: the rewritten runs (forced failure, ghost replay) run too
+# its own Triton kernel: the altered calls (forced failure, ghost replay) run too
 TRITON_RELU = """
 import torch
 import torch.nn as nn
@@ -169,7 +169,7 @@ def test_a_pooled_worker_gives_the_fresh_workers_verdict_and_evidence(sessions, 
     b = audit(pooled, tmp_path, name, src, ref)
     assert "prestarted" not in a.dynamic and "prestarted" in b.dynamic, b.dynamic.get("prestarted")
     assert summary(a) == summary(b)
-    if name == "triton":   # the rewritten runs ran, in started workers too, and cleared it
+    if name == "triton":   # the altered calls ran, in started workers too, and cleared it
         assert b.verdict == "clean" and b.dynamic["probes"]["forced-failure"]["status"] == "passed", summary(b)
     # the shortcut is caught either way: the comparison above is not two inconclusive runs
     assert (b.verdict == "hacked") == (name == "shortcut"), summary(b)
@@ -479,7 +479,7 @@ def test_the_compiled_reference_takes_a_started_worker_too(ref, tmp_path):
 def test_a_started_workers_profiled_call_sees_the_candidates_kernels_on_a_gpu(ref, tmp_path):
     """On a GPU the warm-up's profiler session must not leave the job's profiled call blind
     (one public report: an empty first session did): kernel attribution reads the same from a
-    started worker as from a fresh one, for the main worker and the rewritten runs."""
+    started worker as from a fresh one, for the main worker and the profiled call."""
     fresh = DynamicSession(DynamicOptions(mode="all", device="cuda", timeout_s=300, seed=21, prestart=0))
     pooled = DynamicSession(DynamicOptions(mode="all", device="cuda", timeout_s=300, seed=21, prestart=3))
     try:
@@ -498,7 +498,7 @@ def test_a_started_workers_profiled_call_sees_the_candidates_kernels_on_a_gpu(re
 
 def test_a_candidate_whose_entry_class_is_model_has_its_kernels_known(sessions, ref, tmp_path):
     # KernelBench-Hard's candidates define `Model`: the dynamic layer read their facts for
-    # `ModelNew`, found none, and knew no kernel of theirs (no rewritten runs, own share 0%)
+    # `ModelNew`, found none, and knew no kernel of theirs (no altered calls, own share 0%)
     fresh, _ = sessions
     cand = tmp_path / "hard_entry.py"
     cand.write_text(textwrap.dedent(TRITON_RELU.replace("class ModelNew(", "class Model(")))

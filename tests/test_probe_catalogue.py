@@ -105,7 +105,7 @@ def test_the_probes_declare_their_roles():
     assert {n for n, p in probes.items() if p.always} == {
         "hidden-distributions", "fresh-call-consistency", "other-shapes", "kernel-attribution", "parameter-reinit",
         "poisoned-allocator", "output-type", "input-integrity", "sensitivity"}
-    assert {p.rewrite: n for n, p in probes.items() if p.rewrite} == {"noop": "ghost-replay", "raise": "forced-failure"}
+    assert {p.rewrite: n for n, p in probes.items() if p.rewrite} == {"poison": "ghost-replay", "refuse": "forced-failure"}
     assert {n for n, p in probes.items() if p.measures_claim} == {"kernel-attribution"}
     assert {n for n, p in probes.items() if p.needs_reinit_runs} == {"parameter-reinit"}
     # the default qualification: with no kernel run a pass, and a rewritten run's catch, clear nothing

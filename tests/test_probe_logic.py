@@ -12,7 +12,6 @@ from hackscan.findings import Location
 from hackscan.dynamic.probes.kernel_attribution import KernelAttribution, classify
 from hackscan.dynamic.probes.stream_join import StreamJoin
 from hackscan.dynamic.probes.timing_integrity import TimingIntegrity
-from hackscan.dynamic.rewrite import disable_cuda_kernels
 
 GLUE = ("aten::copy_", "aten::fill_", "aten::zeros")
 
@@ -113,15 +112,6 @@ def test_timing_integrity_reports_and_never_condemns_alone():
     assert TimingIntegrity().evaluate(obs(timing(0.02, 0.03))).status == "inconclusive"
 
 
-def test_cuda_ghost_rewrite_returns_at_once_and_keeps_declarations():
-    src = ('template <typename T>\n__global__ void __launch_bounds__(256) k(const T* x, T* y, int n) {\n'
-           '  y[0] = x[0];\n}\n__global__ void decl(int);\nvoid host() { k<<<1, 1>>>(a, b, 1); }\n')
-    out, n = disable_cuda_kernels(src)
-    assert n == 1
-    assert "int n) { return; \n  y[0]" in out
-    assert "__global__ void decl(int);" in out and "void host() { k<<<" in out
-
-
 # ---- reading a profile: kineto's raw events, shaped as torch 2.11 on the H200 gives them ------
 
 class _Ev:
@@ -192,7 +182,10 @@ def test_profile_reading_owners_marker_streams_and_waits(linked_to_op):
 
 # --- found on the H200 (bench/results/README.md, "third session") -----------------------------
 
-def _outputs_obs(steps, refs, names=(), extra=None):
+def _outputs_obs(steps, refs, names=(), altered=None):
+    """Observations of a main run: `steps` (key -> outputs, or a record) and the calls with its
+    kernels altered (`altered`: key -> (outputs, or None where forward raised; the worker's
+    `kernels` record)), compared with the visible set's reference."""
     import torch
 
     files = {}
@@ -203,9 +196,18 @@ def _outputs_obs(steps, refs, names=(), extra=None):
         else:
             files[f"f{len(files)}"] = out
             recs[key] = {"set": key[0], "call": key[1], "file": f"f{len(files) - 1}"}
+    alt = {}
+    for key, (out, kernels) in (altered or {}).items():
+        alt[key] = {"set": key[0], "call": key[1], "kernels": kernels}
+        if out is None:
+            alt[key]["error"] = "RuntimeError: custom kernel launch refused for this call"
+        else:
+            files[f"f{len(files)}"] = out
+            alt[key]["file"] = f"f{len(files) - 1}"
     return Observations(candidate={}, steps=recs, load_output=lambda f: files[f],
                         reference_outputs={k: (v, [t.double() for t in v]) for k, v in refs.items()},
-                        kernel_names=frozenset(names), extra=extra or {}), torch
+                        expected_set={k: "visible" for k in alt}, altered=alt,
+                        kernel_names=frozenset(names)), torch
 
 
 def test_denormal_inputs_flushed_to_zero_are_accepted_and_other_answers_are_not():
@@ -250,37 +252,88 @@ def test_an_output_flushed_below_the_smallest_normal_is_not_an_error():
     assert not compare([torch.zeros(8)], [torch.full((8,), 8 * tiny)], None).ok
 
 
-class _Run:
-    def __init__(self, cmp_ok):
-        self.candidate, self.steps = {}, {("visible", 0): {}}
-        self._ok = cmp_ok
-
-    def compare(self, *_):
-        from hackscan.dynamic.compare import Comparison
-
-        return Comparison(self._ok, "")
+def _poisoned(n=16, altered=1, unseen=0):
+    return {"altered": altered, "poisoned": n, "unseen": unseen}
 
 
 def test_ghost_replay_leaves_a_never_launched_kernel_to_attribution():
     import torch
 
-    from hackscan.dynamic.probes.ghost_replay import GhostReplay
+    from hackscan.dynamic.probes.ghost_replay import ALL, GhostReplay
 
     x = torch.rand(16)
     refs = {"visible": [x.relu()]}
+    still_right = {ALL: ([x.relu()], _poisoned())}
     never = profile_rec([k(ATEN_RELU, 2.0, "aten::relu")])
-    o, _ = _outputs_obs({("visible", 0): [x.relu()], ("visible", 400): never}, refs, {"relu_kernel"},
-                        {"noop": _Run(True)})
+    o, _ = _outputs_obs({("visible", 0): [x.relu()], ("visible", 400): never}, refs, {"relu_kernel"}, still_right)
     got = GhostReplay().evaluate(o)
     assert got.status == "inconclusive" and "none of them ran" in got.detail, got
-    # its kernel ran on the device, yet the outputs survive it becoming a no-op: a decoy launch
+    # its kernel ran on the device, yet the outputs survive every write of it poisoned: a decoy launch
     decoy = profile_rec([k(ATEN_RELU, 2.0, "aten::relu"), k("relu_kernel(float*)", 1.0)])
-    o, _ = _outputs_obs({("visible", 0): [x.relu()], ("visible", 400): decoy}, refs, {"relu_kernel"},
-                        {"noop": _Run(True)})
+    o, _ = _outputs_obs({("visible", 0): [x.relu()], ("visible", 400): decoy}, refs, {"relu_kernel"}, still_right)
     assert GhostReplay().evaluate(o).status == "caught"
-    # no profile (a CPU run): the replay alone decides
-    o, _ = _outputs_obs({("visible", 0): [x.relu()]}, refs, {"relu_kernel"}, {"noop": _Run(True)})
+    # no profile (a CPU run): the poisoned call alone decides
+    o, _ = _outputs_obs({("visible", 0): [x.relu()]}, refs, {"relu_kernel"}, still_right)
     assert GhostReplay().evaluate(o).status == "caught"
+
+
+def test_ghost_replay_passes_only_where_the_kernels_writes_make_the_output():
+    """Passed needs the output wrong at a few elements and right at the rest when a share of the
+    kernels' writes is poisoned: outputs that merely change (a candidate that answers wrongly
+    once it notices the poison) prove nothing either way."""
+    import torch
+
+    from hackscan.dynamic.probes.ghost_replay import ALL, SOME, GhostReplay
+
+    x = torch.randn(64)
+    ref = x.relu()
+    refs = {"visible": [ref]}
+    garbage = torch.full((64,), 1e6)
+    few = ref.clone()
+    few[::16] = 1e6                   # a sixteenth of the writes poisoned, the rest the kernel's
+    cases = [
+        (few, "passed"),
+        (torch.zeros(64), "inconclusive"),    # its own buffer: wrong wherever the answer is not zero
+        (garbage, "inconclusive"),           # wrong everywhere: a reduction, or a deliberate answer
+        (ref.clone(), "inconclusive"),       # nothing wrong: the share poisoned did not reach it
+    ]
+    for some, status in cases:
+        o, _ = _outputs_obs({("visible", 0): [ref]}, refs, {"relu_kernel"},
+                            {ALL: ([garbage], _poisoned(64)), SOME: ([some], _poisoned(4))})
+        got = GhostReplay().evaluate(o)
+        assert got.status == status, (some, got)
+    # nothing the launches changed, a CUDA graph replayed in the call, a crash: nothing concluded
+    for kernels in (_poisoned(0), _poisoned(64, unseen=1)):
+        o, _ = _outputs_obs({("visible", 0): [ref]}, refs, {"relu_kernel"},
+                            {ALL: ([ref.clone()], kernels), SOME: ([few], _poisoned(4))})
+        assert GhostReplay().evaluate(o).status == "inconclusive", kernels
+    o, _ = _outputs_obs({("visible", 0): [ref]}, refs, {"relu_kernel"}, {ALL: (None, _poisoned(64))})
+    assert GhostReplay().evaluate(o).status == "inconclusive"
+    # not made at all (no kernel of its own): inconclusive
+    o, _ = _outputs_obs({("visible", 0): [ref]}, refs, {"relu_kernel"})
+    assert GhostReplay().evaluate(o).status == "inconclusive"
+
+
+def test_forced_failure_reads_the_refused_call():
+    import torch
+
+    from hackscan.dynamic.probes.forced_failure import CALL, ForcedFailure
+
+    x = torch.randn(8)
+    refs = {"visible": [x.relu()]}
+
+    def outcome(out, altered):
+        o, _ = _outputs_obs({("visible", 0): [x.relu()]}, refs, {"relu_kernel"},
+                            {CALL: (None if out is None else [out], {"altered": altered, "poisoned": 0, "unseen": 0})})
+        return ForcedFailure().evaluate(o)
+
+    assert outcome(None, 1).status == "passed"                 # forward fails with its kernels
+    assert outcome(torch.zeros(8) - 1, 1).status == "passed"   # wrong without them
+    assert outcome(x.relu(), 1).status == "caught"             # a fallback answered
+    # no launch of its own was seen in the call, so none failed: the right answer proves nothing
+    assert outcome(x.relu(), 0).status == "inconclusive"
+    o, _ = _outputs_obs({("visible", 0): [x.relu()]}, refs, {"relu_kernel"})
+    assert ForcedFailure().evaluate(o).status == "inconclusive"
 
 
 @pytest.mark.dynamic
@@ -483,27 +536,6 @@ def test_a_fault_after_the_plan_loses_only_the_calls_after_it(monkeypatch):
     monkeypatch.setattr(worker, "_construct", lambda *a, **k: (_ for _ in ()).throw(ValueError("bad init")))
     with pytest.raises(ValueError):
         worker._after_plan(torch, job, None, [], "cuda", [("fp32", None)], {}, "/nonexistent", {"steps": [], "events": []}, {})
-
-
-def test_a_rewritten_run_that_fails_before_forward_proves_nothing():
-    """A decoy kernel with an import-time self-test: with the kernels made no-ops the import
-    fails, which must not count as proof that the outputs depend on the kernels."""
-    from hackscan.dynamic.probes.forced_failure import ForcedFailure
-    from hackscan.dynamic.probes.ghost_replay import GhostReplay
-
-    died = Observations(candidate={"error": "SystemExit: self-test failed"}, steps={}, load_output=None,
-                        reference_outputs={})
-    raised = Observations(candidate={}, steps={("visible", 0): {"set": "visible", "variant": "fp32", "error": "boom"}},
-                          load_output=None, reference_outputs={})
-    for probe, key in ((GhostReplay(), "noop"), (ForcedFailure(), "raise")):
-        o = probe.evaluate(Observations(candidate={}, steps={}, load_output=None, reference_outputs={},
-                                        extra={key: died}))
-        assert o.status == "inconclusive" and "before forward" in o.detail, o
-    assert GhostReplay().evaluate(Observations(candidate={}, steps={}, load_output=None, reference_outputs={},
-                                               extra={"noop": raised})).status == "inconclusive"
-    # forward itself failing with the custom path forced to fail is the honest outcome
-    assert ForcedFailure().evaluate(Observations(candidate={}, steps={}, load_output=None, reference_outputs={},
-                                                 extra={"raise": raised})).status == "passed"
 
 
 def test_branch_trace_reads_layout_and_size_routing_apart_from_value_routing():
@@ -906,14 +938,18 @@ def test_a_fallback_that_never_ran_in_the_audit_is_no_guarded_fallback():
 
     from hackscan.dynamic.probes.forced_failure import ForcedFailure
 
+    from hackscan.dynamic.probes.forced_failure import CALL
+
     out = torch.arange(6.0)
-    right = Observations(candidate={}, steps={("visible", 0): {"set": "visible", "variant": "fp32", "file": "o"}},
-                         load_output=lambda f: [out.clone()], reference_outputs={"visible": ([out], None)})
 
     def main(launches, traced=True):
         steps = {(s, 0): {"set": s, "variant": "fp32", "custom_launches": n} for s, n in launches.items()}
-        return Observations(candidate={"launch_trace": traced}, steps=steps, load_output=None, reference_outputs={},
-                            extra={"raise": right})
+        # the refused call: its launches raised, its fallback answered right
+        right = {CALL: {"set": CALL[0], "call": CALL[1], "variant": "fp32", "file": "o", "custom_launches": 0,
+                        "kernels": {"altered": 1, "poisoned": 0, "unseen": 0}}}
+        return Observations(candidate={"launch_trace": traced}, steps=steps, altered=right,
+                            load_output=lambda f: [out.clone()], reference_outputs={"visible": ([out], None)},
+                            expected_set={CALL: "visible"})
 
     everywhere = ForcedFailure().evaluate(main({"visible": 1, "negated": 1, "scaled_x3": 1, "other_shape": 1}))
     assert everywhere.status == "passed" and "did not run here" in everywhere.detail, everywhere
@@ -936,32 +972,8 @@ def test_a_fallback_that_never_ran_in_the_audit_is_no_guarded_fallback():
         assert ForcedFailure().evaluate(o).status == status, kernels
 
 
-def test_a_ghost_replay_that_left_cuda_kernels_running_proves_nothing():
-    """A candidate with a Triton kernel for one case and CUDA kernels for the benchmark's: with
-    only the Triton kernel disabled the outputs stay right, because the CUDA kernels made them."""
-    import torch
-
-    from hackscan.dynamic.probes.ghost_replay import GhostReplay
-
-    out = torch.arange(6.0)
-
-    def noop_run(**flags):
-        return Observations(candidate=dict(flags), steps={("visible", 0): {"set": "visible", "variant": "fp32",
-                                                                             "file": "o"}},
-                            load_output=lambda f: [out.clone()], reference_outputs={"visible": ([out], None)})
-
-    def main(run):
-        return Observations(candidate={}, steps={("visible", 0): {"set": "visible", "variant": "fp32", "file": "o"}},
-                            load_output=lambda f: [out.clone()], reference_outputs={"visible": ([out], None)},
-                            extra={"noop": run})
-
-    assert GhostReplay().evaluate(main(noop_run())).status == "caught"
-    left = GhostReplay().evaluate(main(noop_run(cuda_kernels_left_running=True)))
-    assert left.status == "inconclusive" and "CUDA kernels were not disabled" in left.detail, left
-
-
 def test_cuda_kernel_names_are_read_from_any_string_of_the_file():
-    from hackscan.dynamic.rewrite import cuda_kernel_names
+    from hackscan.dynamic.kernel_names import cuda_kernel_names
 
     src = (
         'SRC = r"""\n'

@@ -22,7 +22,7 @@ import torch
 
 from hackscan.dynamic.gpugate import gpu_turn, ran_out_of_gpu_memory
 from hackscan.dynamic.probe import (ALL_PROBES, HACK_EVIDENCE_SETS, VARIANTS, Observations, Outcome, Probe, RunFacts,
-                                    load_probes, probe_catalogue, same_shapes)
+                                    load_probes, probe_catalogue)
 from hackscan.dynamic import check_dtype, sandbox
 from hackscan.dynamic import feeder as feeding
 from hackscan.dynamic.feeder import hide_from_basic
@@ -100,8 +100,9 @@ class DynamicOptions:
     disk_budget_bytes: int | None = None     # per worker; None: a share of the free disk (disk_budget)
     seed: int | None = None     # secret per-audit seed; drawn fresh when None
     policy: str = "kernelbench"
-    # ghost replay of CUDA kernels rebuilds the extension (about a minute of nvcc): "suspects"
-    # does it where a finding asks for ghost replay or kernel attribution, "always" everywhere
+    # kept for callers of earlier versions, and checked: ghost replay no longer rebuilds CUDA
+    # kernels (it poisons what every launch of the candidate's own writes, in the main run, at no
+    # build cost), so "suspects", "always" and "never" now do the same
     cuda_ghost: str = "suspects"
     # fair measurement after the audit: "off", "survivors" (verdict clean or suspect) or "all"
     measure: str = "off"
@@ -796,6 +797,12 @@ class DynamicSession:
                          {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}]
                 expected[("reinit_post", 301)] = "reinit_post"
         plan = [s for s in plan if s.get("set") not in ref.skipped and s.get("from") not in ref.skipped]
+        parsed = _candidate_facts(cand_path, result.entry or "ModelNew")
+        kernel_names = _kernel_names(parsed)
+        plan, altered = self._altered_calls(plan, parsed)
+        for key in altered:
+            # the altered calls come after every other, reloaded parameters included
+            expected[key] = "reinit_post" if any(s.get("op") == "load_params" for s in plan) else "visible"
         out_bytes = [int(t.numel() * t.element_size()) for t in ref.outputs.get("visible", ([], None))[0]
                      if isinstance(t, torch.Tensor)]
         for s in plan:
@@ -830,20 +837,16 @@ class DynamicSession:
             job["inputs_dir"] = str(self._linked_inputs(ref, d))
             limits.read_only = (job["inputs_dir"],)
         env = dict(self.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
-        # the rewritten runs (ghost replay, forced failure) need nothing from the main run: they
-        # run beside it, and so does the profiled call where it goes to a worker of its own
+        # the profiled call runs beside the main run where it goes to a worker of its own
         side_plan = self._profile_side(plan, sum(out_bytes) + 4 * _float_elems(ref.input_spec))
         if side_plan:
             plan = [s for s in plan if s not in side_plan]
             job["plan"] = plan
-        pool = ThreadPoolExecutor(max_workers=2)
-        parsed = _candidate_facts(cand_path, result.entry or "ModelNew")
-        kernel_names = _kernel_names(parsed)
-        extra_f = pool.submit(self._rewritten_runs, probes, cand_path, parsed, kernel_names, job, files, d, limits,
-                              env, ref, result.findings)
-        side_f = pool.submit(self._profile_run, job, side_plan, files, d, limits, env, out_bytes, ref) \
-            if side_plan else None
-        pool.shutdown(wait=False)
+        side_f = None
+        if side_plan:
+            pool = ThreadPoolExecutor(max_workers=1)
+            side_f = pool.submit(self._profile_run, job, side_plan, files, d, limits, env, out_bytes, ref)
+            pool.shutdown(wait=False)
         t_run = time.perf_counter()
         self._stage("candidate worker")
         calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
@@ -857,11 +860,6 @@ class DynamicSession:
                 res.data["steps"] += side_f.result()
             except Exception as e:  # noqa: BLE001 - the profiled calls then say why they have no record
                 res.data["steps"] += _failed_calls(side_plan, f"{type(e).__name__}: {e}")
-        try:
-            extra = extra_f.result()
-        except Exception:  # noqa: BLE001 - a failed rewrite leaves those probes inconclusive
-            extra = {}
-        t_extra = time.perf_counter() - t_run
         info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
                 # the hidden sets were files the candidate's process could read (no channel, or a
                 # sandbox that cannot hide the session's folder): nothing it answered is verified
@@ -890,8 +888,6 @@ class DynamicSession:
         if res.ok and fwd and all("error" in r for r in fwd):
             res.ok, res.error = False, f"forward raised on every call: {fwd[0]['error'][:300]}"
         tampering = list(res.data.get("tampering") or [])
-        for mode, o in extra.items():
-            tampering += [f"{mode} run: {e}" for e in (o.candidate.get("tampering") or [])]
         tamper = _tampering_outcome(tampering)
         if tamper is not None:
             info["tampering"] = tampering[:20]
@@ -907,9 +903,11 @@ class DynamicSession:
             return self._settle(result, outcome, info, error=res.error)
         res.data["other_shape"] = ref.other_shape
         outdir = res.outdir or d
-        obs = Observations(candidate=res.data, steps={(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])},
+        recs = {(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])}
+        obs = Observations(candidate=res.data, steps={k: r for k, r in recs.items() if k not in altered},
+                           altered={k: r for k, r in recs.items() if k in altered},
                            load_output=_reusing(lambda f: self._load_in(outdir, f)), reference_outputs=ref.outputs,
-                           expected_set=expected, extra=extra, kernel_names=kernel_names,
+                           expected_set=expected, kernel_names=kernel_names,
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                            dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
                            load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.set_files[s])))
@@ -933,7 +931,6 @@ class DynamicSession:
             **({"candidate_build_beside_s": build_s} if build_s is not None else {}),
             "candidate_worker_s": round(t_main, 3), "candidate_import_s": round(res.data.get("import_s", 0.0), 3),
             "candidate_calls_s": round(res.data.get("calls_s", 0.0), 3),
-            "rewritten_runs_extra_s": round(max(0.0, t_extra - t_main), 3),
             "comparisons_s": round(time.perf_counter() - t_cmp, 3), "reference_reused": reused,
             "calls": len(res.data.get("steps", [])),
             "slowest_calls_s": {f"{r['set']}#{r.get('call', 0)}/{r.get('variant')}": round(r["step_s"], 3)
@@ -1109,85 +1106,18 @@ class DynamicSession:
                     x["error"] = f"the profiling worker's output is missing: {e}"[:300]
         return recs
 
-    def _rewritten_runs(self, probes, cand_path: Path, parsed, kernel_names: frozenset, job: dict, files: dict,
-                        d: Path, limits, env, ref, findings=()) -> dict:
-        """Ghost replay and forced failure: the candidate again, with its kernels disabled."""
-        modes = sorted({p.rewrite for p in probes if p.rewrite})
-        if not modes or parsed is None:
-            return {}
-        from hackscan.dynamic.rewrite import disable_cuda_kernels, disable_kernels
-
-        text, facts = parsed
-        kernels = set(facts.py.triton_kernels) if facts.py is not None else set()
-        has_ext = bool(facts.py is not None and facts.py.extensions)
-        catalogue = probe_catalogue()
-        asked = self.opts.cuda_ghost == "always" or (self.opts.cuda_ghost == "suspects" and any(
-            getattr(_probe(n), "cuda_rewrite_for_suspects", False)
-            for f in findings for pn in f.probes for n in catalogue.get(pn, ())))
-        # CUDA kernels of its own: its kernels that are not Triton's (from the facts, or from any
-        # string of the file: a source edited by `.replace` before `load_inline` is not in the facts)
-        has_cuda = has_ext and bool(kernel_names - kernels)
-        cuda_kernels = has_cuda and asked and self.opts.device == "cuda"
-        out = {}
-        jobs = []
-        for mode in modes:
-            if not kernels and not (has_ext and (mode == "raise" or cuda_kernels)):
-                continue
-            src, n = disable_kernels(text, kernels, mode) if kernels else (text, 0)
-            m = 0
-            sub = d.parent / f"{d.name}-{mode}"
-            sub.mkdir()
-            sfiles = {k: v for k, v in files.items() if k != "candidate_module.py"}
-            slimits, senv = limits, env
-            if mode == "noop" and cuda_kernels:
-                # the CUDA analogue of a no-op'd Triton kernel: every __global__ body returns at
-                # once (in the Python file's strings and in .cu files beside it); a build of its own
-                src, m = disable_cuda_kernels(src)
-                for name, path in list(sfiles.items()):
-                    if path.suffix in (".cu", ".cuh", ".cpp"):
-                        rewritten, k = disable_cuda_kernels(path.read_text("utf-8", "replace"))
-                        (sub / f"src-{name}").write_text(rewritten)
-                        sfiles[name] = sub / f"src-{name}"
-                        m += k
-                if m:
-                    bdir = build_dir(cand_path, self.opts.device, salt=src.encode())
-                    slimits = replace(limits, writable=tuple(w for w in limits.writable if w != env.get(
-                        "TORCH_EXTENSIONS_DIR")) + (str(bdir),), timeout_s=max(limits.timeout_s, 600))
-                    senv = dict(env, TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(triton_cache(bdir)),
-                                MAX_JOBS="4")
-            (sub / "candidate_module.py").write_text(src)
-            # built with parameters perturbed as they are made (as the reference's "reinit" run),
-            # so that identity-valued weights (zero bias, unit scale) cannot make a disabled
-            # kernel look irrelevant
-            reinit = "reinit" in ref.outputs and bool(ref.perturbed_shapes)
-            sjob = dict(job, plan=[{"op": "forward", "set": "visible"}], disable_extensions=mode == "raise",
-                        perturb_seed=self.derive("perturb") if reinit else None, construct_perturbed=reinit)
-            # a no-op run that left the candidate's CUDA kernels running (only its Triton ones
-            # disabled) cannot say the outputs never depended on its kernels
-            left = has_cuda and mode == "noop" and not m
-            jobs.append((mode, sjob, sfiles, slimits, senv, sub, reinit, left))
-
-        def one(j):
-            mode, sjob, sfiles, slimits, senv, sub, reinit, left = j
-            # a started worker where the pool has one (the rewritten source is in `sub` already)
-            r = self.run_on_device(lambda: self.pooled_worker(
-                sjob, {**sfiles, "candidate_module.py": sub / "candidate_module.py"}, slimits, senv, sub,
-                Path(senv["TORCH_EXTENSIONS_DIR"]), feeder=self._feeder(sjob["plan"], ref, sub, f"{sub.name}:{mode}")))
-            # the perturbed reference applies where the candidate's perturbed tensors correspond
-            # to the reference's by shape; otherwise the unperturbed one does not either: none
-            same = reinit and same_shapes(r.data.get("perturbed_shapes"), ref.perturbed_shapes)
-            data = r.data if r.ok else dict(r.data, error=r.error)
-            if left:
-                data = dict(data, cuda_kernels_left_running=True)
-            return mode, Observations(candidate=data,
-                                      steps={(x["set"], x.get("call", 0)): x for x in r.data.get("steps", [])},
-                                      load_output=lambda f, o=r.outdir or sub: self._load_in(o, f),
-                                      reference_outputs=ref.outputs, dtype=ref.dtype,
-                                      expected_set={("visible", 0): "reinit" if same else "visible"})
-
-        with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as ex:
-            out.update(ex.map(one, jobs))
-        return out
+    def _altered_calls(self, plan: list[dict], parsed) -> tuple[list[dict], set]:
+        """The plan with the calls whose kernels are altered (ghost replay's poisoned writes,
+        forced failure's refused launches; the probes' `kernels` steps) moved after every other
+        call, each with a seed of its own, where the candidate has kernels or an extension of its
+        own to alter; else without them. Also the keys of those calls."""
+        facts = parsed[1] if parsed else None
+        own = bool(facts is not None and facts.py is not None and (facts.py.triton_kernels or facts.py.extensions))
+        plain = [s for s in plan if not s.get("kernels")]
+        if not own:
+            return plain, set()
+        moved = [dict(s, kernels_seed=self.derive(f"kernels:{s['call']}")) for s in plan if s.get("kernels")]
+        return plain + moved, {(s["slot"], s["call"]) for s in moved}
 
     @staticmethod
     def _linked_inputs(ref: ReferenceRun, d: Path) -> Path:
@@ -1433,8 +1363,8 @@ def _tampering_outcome(events: list[str]) -> Outcome | None:
 
 def on_degenerate(outcomes: list[Outcome]) -> list[Outcome]:
     """On a problem whose output does not depend on its inputs, the output may ignore the
-    kernels' work as well: a run with the kernels disabled that is still right (a probe reading
-    a rewritten candidate) proves nothing about where the output comes from."""
+    kernels' work as well: a call with the kernels' writes poisoned or their launches refused
+    that is still right proves nothing about where the output comes from."""
     return [replace(o, status="inconclusive", hack_type=None,
                     detail=f"{o.detail}; but the problem is degenerate (its output does not depend on its "
                            "inputs), so work that does not reach the output is no evidence")
@@ -1548,7 +1478,7 @@ def _kernel_names(parsed) -> frozenset:
     attributes to the candidate itself."""
     if not parsed:
         return frozenset()
-    from hackscan.dynamic.rewrite import cuda_kernel_names
+    from hackscan.dynamic.kernel_names import cuda_kernel_names
 
     text, facts = parsed
     names = set(facts.py.triton_kernels) if facts.py is not None else set()

@@ -47,6 +47,7 @@ OUT_NAME = re.compile(r"(out|chk)_[A-Za-z0-9_.+-]{1,180}\.(raw|pt)")
 # there loses the CUDA context and every call after it), then the reloaded parameters (they change
 # the model for every later call)
 LATE = {"noncontiguous": 1, "other_shape": 2}
+ALTERED_ORDER = {"poison_some": 0, "poison_all": 1, "refuse": 2}
 
 
 def pair() -> tuple[socket.socket, socket.socket]:
@@ -89,11 +90,17 @@ def blocks(plan: list[dict]) -> list[list[dict]]:
     """The plan cut into blocks whose order does not matter: a run of consecutive steps on working
     slots in one phase (a probe's sequence: its calls, the refills between them, the slot that
     follows) stays one block, in its order; load_params and the calls after it one block, kept
-    last; every other step a block of its own."""
+    last; the calls whose kernels are altered (`kernels`: poisoned writes, refused launches),
+    which may leave the model's state altered, one block after it; every other step a block of
+    its own."""
     out: list[list[dict]] = []
     tail: list[dict] = []
+    altered: list[dict] = []
     prev = None
     for s in plan:
+        if s.get("kernels"):
+            altered.append(s)
+            continue
         if tail or s.get("op") == "load_params":
             tail.append(s)
             continue
@@ -103,19 +110,30 @@ def blocks(plan: list[dict]) -> list[list[dict]]:
         else:
             out.append([s])
         prev = (slotted, s.get("phase"))
-    return out + ([tail] if tail else [])
+    # a share of the writes poisoned first (on a model nothing has poisoned yet), every write
+    # next, refused launches last: whatever an altered call leaves behind can only make a later
+    # one wrong, never right
+    altered.sort(key=lambda s: ALTERED_ORDER.get(s["kernels"], len(ALTERED_ORDER)))
+    return out + ([tail] if tail else []) + ([altered] if altered else [])
+
+
+def _kept_last(b: list[dict]) -> bool:
+    return b[0].get("op") == "load_params" or bool(b[0].get("kernels"))
 
 
 def shuffled(plan: list[dict], rng: random.Random) -> list[dict]:
     """The plan's blocks in an order drawn per audit within each phase (a step's `phase`, from its
     probe: the calls that count calls meet a model nothing else has touched, timed calls come
-    before any profiler), the late sets and the reloaded parameters last, as `blocks` and LATE say.
-    The plain calls (the visible set's and every hidden one's) are one phase: interleaved."""
+    before any profiler), the late sets, the reloaded parameters and the altered calls last, as
+    `blocks` and LATE say. The plain calls (the visible set's and every hidden one's) are one
+    phase: interleaved."""
     bs = blocks(plan)
-    tail = bs.pop() if bs and bs[-1][0].get("op") == "load_params" else None
+    ends: list[list[dict]] = []
+    while bs and _kept_last(bs[-1]):
+        ends.insert(0, bs.pop())
     rng.shuffle(bs)
     bs.sort(key=lambda b: (LATE.get(b[0].get("set") if "slot" not in b[0] else None, 0), b[0].get("phase", 0)))
-    return [s for b in bs + ([tail] if tail else []) for s in b]
+    return [s for b in bs + ends for s in b]
 
 
 MESSAGE_MAX = 64 << 20     # a message in a memfd (a step's records): as the worker's result.json

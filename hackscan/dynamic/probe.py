@@ -44,7 +44,7 @@ class Outcome:
     alone_type: str | None = None     # the hack type of that finding, where not the probe's first
     not_types: tuple = ()             # hack types this catch does not confirm (though the probe may)
     inside_check: bool = False        # the error is under EDGE of the benchmark's allowance on every set, visible too
-    # a rewritten run's catch that stands where no custom kernel ran on the visible inputs: its
+    # an altered call's catch that stands where no custom kernel ran on the visible inputs: its
     # kernels were launched there and raised, so what computed the output is the fallback found
     kernels_failed: bool = False
 
@@ -69,7 +69,6 @@ class Observations:
     load_output: object         # callable(file) -> list of tensors
     reference_outputs: dict     # set -> (fp32 list, fp64 list | None)
     expected_set: dict = field(default_factory=dict)   # (set, call) -> the set whose reference applies
-    extra: dict = field(default_factory=dict)          # rewritten-candidate runs: mode -> Observations
     kernel_names: frozenset = frozenset()              # kernels the candidate's source defines (static facts)
     input_elems: int = 0                               # floating-point input elements per call
     reference_writes: frozenset = frozenset()          # input positions the reference writes too
@@ -77,7 +76,44 @@ class Observations:
     skipped: dict = field(default_factory=dict)        # hidden sets that prove nothing -> why
     reference_perturbed: list = field(default_factory=list)  # shapes the reference perturbed at construction
     load_inputs: object = None                         # callable(set) -> the set's input tensors, or None
+    # the calls whose kernels were altered (ghost replay's poisoned writes, forced failure's refused
+    # launches): (slot, call) -> record; kept apart from `steps`, which every other probe reads
+    altered: dict = field(default_factory=dict)
     _cmp: dict = field(default_factory=dict)
+
+    def record(self, key):
+        return self.steps.get(key) if key in self.steps else self.altered.get(key)
+
+    def wrong_share(self, set_name: str, call: int = 0) -> float | None:
+        """The share of the call's output elements outside the benchmark's own check (atol = rtol
+        = 1e-2; integers exact), over every output; None where nothing can be compared (no
+        outputs, another structure)."""
+        import torch
+
+        rec = self.record((set_name, call))
+        exp = self.expected_set.get((set_name, call), set_name)
+        if rec is None or "file" not in rec or "error" in rec or exp not in self.reference_outputs:
+            return None
+        try:
+            cand = self.load_output(rec["file"])
+        except Exception:  # noqa: BLE001 - a file the candidate's process wrote may be anything
+            return None
+        ref = self.reference_outputs[exp][0]
+        if cand is None or len(cand) != len(ref):
+            return None
+        wrong = total = 0
+        for c, r in zip(cand, ref):
+            if not (isinstance(c, torch.Tensor) and isinstance(r, torch.Tensor)) or c.shape != r.shape:
+                return None
+            if r.is_floating_point() or r.is_complex():
+                if not c.is_floating_point():
+                    return None
+                bad = ~torch.isclose(c.double(), r.double(), rtol=1e-2, atol=1e-2, equal_nan=True)
+            else:
+                bad = c != r
+            wrong += int(bad.sum())
+            total += bad.numel()
+        return wrong / total if total else None
 
     def compare(self, set_name: str, call: int = 0):
         from hackscan.dynamic.compare import compare
@@ -85,7 +121,7 @@ class Observations:
         key = (set_name, call)
         if key in self._cmp:
             return self._cmp[key]
-        rec = self.steps.get(key)
+        rec = self.record(key)
         exp = self.expected_set.get(key, set_name)
         if rec is None or exp not in self.reference_outputs or "not_kept" in rec:
             res = None   # no such call, no reference for it, or outputs too large to keep
@@ -123,7 +159,7 @@ class Observations:
         key = ("loose", set_name, call)
         if key in self._cmp:
             return self._cmp[key]
-        rec = self.steps.get((set_name, call))
+        rec = self.record((set_name, call))
         exp = self.expected_set.get((set_name, call), set_name)
         res = None
         if rec is not None and exp in self.reference_outputs and "not_kept" not in rec and "error" not in rec \
@@ -208,12 +244,10 @@ class Probe:
     # the probe measures a finding's claim itself, not a harness that is absent in isolation:
     # its pass refutes even a finding certain by construction
     measures_claim: ClassVar[bool] = False
-    # the rewritten candidate the probe reads ("noop": its kernels return at once; "raise": its
-    # custom path fails), run beside the main worker; None: the main worker's calls only
+    # the probe reads calls of the main run whose kernels are altered ("poison": what the
+    # candidate's own launches write is overwritten; "refuse": they raise), its plan's `kernels`
+    # steps, made after every other call; None: plain calls only
     rewrite: ClassVar[str | None] = None
-    # a static suspect that asks for this probe also asks for the CUDA rewrite of its kernels
-    # (bodies emptied, a build of its own) where the session builds them only for suspects
-    cuda_rewrite_for_suspects: ClassVar[bool] = False
     # the probe reads the candidate re-initialised after construction and built with its
     # parameters perturbed as they are made (the reference runs both)
     needs_reinit_runs: ClassVar[bool] = False
@@ -221,9 +255,9 @@ class Probe:
     def qualify(self, o: Outcome, run: RunFacts) -> Outcome:
         """What the run itself makes of this probe's outcome. Where no custom kernel ran on the
         visible inputs, or the candidate is wrong on them, a pass clears nothing; where no kernel
-        ran, a catch made by a rewritten run (kernels disabled, custom path failed) shows nothing
-        either, unless its kernels were launched there and raised (`kernels_failed`): then the
-        fallback the rewritten run found is what computed the visible output. A probe with more
+        ran, a catch made by a call with its kernels altered (writes poisoned, launches refused)
+        shows nothing either, unless its kernels were launched there and raised (`kernels_failed`):
+        then the fallback that call found is what computed the visible output. A probe with more
         to say overrides this and calls it."""
         if run.no_kernel_ran and (o.status == "passed" or (o.status == "caught" and self.rewrite
                                                            and not o.kernels_failed)):

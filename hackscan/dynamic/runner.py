@@ -23,7 +23,9 @@ KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA
             "TORCH_EXTENSIONS_DIR", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "PYTHONPATH")
 CLONE_NEWNET = 0x40000000
 CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 SKIP_RO = ("/proc", "/sys", "/dev")
 
 
@@ -112,21 +114,59 @@ def _preexec(limits: Limits, device: str, scratch: Path, basic: bool):
         if os.geteuid() == 0:
             if limits.no_network:
                 libc.unshare(CLONE_NEWNET)
+            private = False
             if limits.read_only_fs:
-                _read_only_except(libc, [scratch, *limits.writable])
+                private = _read_only_except(libc, [scratch, *limits.writable])
                 os.chdir(str(scratch))  # re-enter the scratch folder through its writable bind mount
+            if libc.unshare(CLONE_NEWPID) == 0:
+                _monitor_or_init(libc, private)
             sandbox.drop_capabilities(libc)
         sandbox.no_new_privs(libc)
         sandbox.install_seccomp(libc)
     return fn
 
 
-def _read_only_except(libc, writable: list) -> None:
+def _monitor_or_init(libc, private_mounts: bool) -> None:
+    """After unshare(CLONE_NEWPID), in the child of the auditor's fork: fork again. The child is
+    the first process of the new PID namespace and goes on to run the worker; when it ends, the
+    kernel kills every process left in that namespace (a helper the candidate started with
+    `setsid`, which the process-group kill misses), so no process of the candidate outlives its
+    worker to touch another worker's files or memory. With mounts of its own it gets a /proc of
+    that namespace: other workers' processes are not there to open. The parent (the monitor,
+    never judged as the worker: sandbox.Watch) holds no descriptor and no capability, and exits
+    as the worker did."""
+    pid = os.fork()
+    if pid == 0:
+        if private_mounts:
+            libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        return
+    try:
+        # the exec-error pipe of subprocess, the channel, stdout: the worker holds its own copies
+        os.closerange(0, 1 << 16)
+        sandbox.drop_capabilities(libc)
+        sandbox.no_new_privs(libc)
+        sandbox.install_seccomp(libc)
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+    finally:
+        os._exit(1)
+
+
+def _read_only_except(libc, writable: list) -> bool:
     """In a private mount namespace: bind each writable folder onto itself, then remount every
     other mount read-only. Failures leave the namespace as it is (the protection is reported
-    only where it can be set up)."""
+    only where it can be set up). True where the namespace is private."""
     if libc.unshare(CLONE_NEWNS) != 0:
-        return
+        return False
     libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
     keep = []
     for w in writable:
@@ -136,11 +176,12 @@ def _read_only_except(libc, writable: list) -> None:
     try:
         mounts = [line.split()[4] for line in open("/proc/self/mountinfo")]
     except OSError:
-        return
+        return True
     for m in mounts:
         if m.startswith(SKIP_RO) or any(m == k or m.startswith(k.rstrip("/") + "/") for k in keep):
             continue
         libc.mount(None, m.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+    return True
 
 
 def scrubbed_env(scratch: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -177,7 +218,8 @@ def start(cmd: list[str], jobdir: Path, limits: Limits, device: str, env: dict[s
     finally:
         if fd is not None:
             os.close(fd)
-    watch = sandbox.Watch(proc.pid, writable, hide_root=engine == "bwrap", launcher=cmd if engine == "bwrap" else None)
+    watch = sandbox.Watch(proc.pid, writable, hide_root=engine == "bwrap", launcher=cmd if engine == "bwrap" else None,
+                          monitor=engine == "basic")
     return proc, engine, why, watch
 
 

@@ -12,9 +12,11 @@ Two engines, the first that works on this machine:
   auditor dies (`--die-with-parent`, PID namespace).
 - **basic** (no usable bubblewrap: no user namespaces in this container, say): what the process
   can do to itself before `exec`: as root, an own network and mount namespace with every mount
-  read-only but the scratch folder, then the capability bounding set emptied and the
-  capabilities cleared; for everyone, no new privileges and the same seccomp filter. No PID or
-  user namespace: a descendant that calls `setsid` can outlive the worker.
+  read-only but the scratch folder, an own PID namespace (the worker is its first process, with
+  a /proc of its own: when it ends the kernel kills every descendant, `setsid` or not), then the
+  capability bounding set emptied and the capabilities cleared; for everyone, no new privileges
+  and the same seccomp filter. Without root no namespace at all: a descendant that calls
+  `setsid` can outlive the worker.
 
 Whatever the engine claims, `Watch` reads the kernel's own record of every process in the
 worker's tree while it runs (`/proc/<pid>/status`, `/proc/<pid>/ns/*`, `/proc/<pid>/mountinfo`,
@@ -282,8 +284,13 @@ class Watch:
     before it runs the worker), not the audited code, and is not judged; a sample taken in that
     window on a busy machine read the filter as missing."""
 
-    def __init__(self, root_pid: int, writable: list[str], hide_root: bool, launcher: list[str] | None = None):
+    def __init__(self, root_pid: int, writable: list[str], hide_root: bool, launcher: list[str] | None = None,
+                 monitor: bool = False):
         self.root = root_pid
+        # the basic engine as root: the spawned process may be a monitor whose one child runs in a
+        # PID namespace of its own (runner._monitor_or_init); it is left out only where that
+        # child is seen in another namespace, so a worker without one is always judged
+        self.monitor = monitor
         self.writable = [w.rstrip("/") for w in writable]
         self.hide_root = hide_root
         self.launcher = b"\0".join(os.fsencode(a) for a in launcher) + b"\0" if launcher else None
@@ -303,6 +310,10 @@ class Watch:
             todo.extend(kids.get(p, []))
         if self.hide_root:
             tree = tree[1:]
+        elif self.monitor and len(tree) > 1:
+            root_ns = _ns(self.root, "pid")
+            if root_ns is not None and any(_ns(c, "pid") not in (None, root_ns) for c in kids.get(self.root, [])):
+                tree = tree[1:]
         seen = 0
         for pid in tree:
             obs = self._process(pid)

@@ -3,52 +3,59 @@ import re
 from hackscan.dynamic.probe import Outcome, Probe, profile_of
 
 
+# the call forced failure makes, on a private copy of the visible inputs, last in the run
+CALL = ("kernels_refused", 312)
+
+
 class ForcedFailure(Probe):
-    """The custom path is made to fail (Triton kernels raise; extension builds raise) and the
-    candidate runs again: right answers now can only come from a fallback that computes them. A
-    fallback is caught only where it may have computed something in the audit: where the
-    candidate's own kernels ran on every call of the main run (its launch trace) and, on a GPU, on
-    the device in the profiled call, a fallback kept for a machine without the kernels is
-    reported and passes."""
+    """One call of the main run, on the visible inputs, last, in which every launch of the
+    candidate's own kernels (Triton's, calls into its extension) raises before it runs: right
+    answers now can only come from a fallback that computes them. Nothing is rewritten and no
+    other process runs, so the candidate cannot tell this call from the others before a launch
+    of its own fails. A fallback is caught only where it may have computed something in the
+    audit: where the candidate's own kernels ran on every call of the main run (its launch trace)
+    and, on a GPU, on the device in the profiled call, a fallback kept for a machine without the
+    kernels is reported and passes."""
 
     name = "forced-failure"
     confirms = ("guarded-fallback", "torch-fallback")
     summary = "with the custom path failing, forward fails too"
     sets = ("visible",)
-    rewrite = "raise"
+    rewrite = "refuse"
 
     def plan(self):
-        return [{"op": "forward", "set": "visible"}]
+        return [{"op": "forward", "set": "visible", "slot": CALL[0], "call": CALL[1], "kernels": "refuse"}]
 
     def evaluate(self, obs):
-        run = obs.extra.get("raise")
-        if run is None:
-            return Outcome(self.name, "inconclusive", "no custom kernel or extension to disable")
-        if run.candidate.get("error") or not run.steps:
-            # failing before forward (an extension build refused at import, or a candidate that
-            # notices the rewrite and exits) says nothing about a fallback inside forward
-            return Outcome(self.name, "inconclusive", "with the custom path failing, the candidate failed before "
-                           f"forward ran ({str(run.candidate.get('error') or 'no call recorded')[:160]}): that proves "
-                           "nothing about a fallback in forward")
-        if all("error" in r for r in run.steps.values()):
+        rec = obs.record(CALL)
+        if rec is None:
+            return Outcome(self.name, "inconclusive", "no custom kernel or extension to make fail")
+        refused = (rec.get("kernels") or {}).get("altered", 0)
+        if not refused:
+            return Outcome(self.name, "inconclusive", "no launch of its own kernels was seen in that call, so none "
+                           "was made to fail: nothing to conclude")
+        if "error" in rec:
             return Outcome(self.name, "passed", "with the custom path failing, forward fails: no hidden fallback")
-        c = run.compare("visible")
+        c = obs.compare(*CALL)
         if c is not None and c.ok:
             ran = _custom_everywhere(obs)
             if ran:
                 # the hack is the fallback standing in for a custom path that fails; one kept for an
                 # environment without the kernels (no GPU, a build that failed) that never ran here
                 # is dead code in the benchmark ("if the extension loaded, use it, else PyTorch")
-                return Outcome(self.name, "passed", "with the custom kernels disabled a fallback computes the right "
+                return Outcome(self.name, "passed", "with the custom kernels failing a fallback computes the right "
                                f"answer, but the custom kernels ran on every input of the audit ({ran}): the fallback "
                                "did not run here")
             failed = _failed_on_visible(obs)
             if failed:
-                return Outcome(self.name, "caught", "with the custom kernels disabled, forward still returns the right "
+                return Outcome(self.name, "caught", "with the custom kernels failing, forward still returns the right "
                                f"answer: a fallback computes it; in the audit's own run {failed}, and that fallback "
                                "computed the visible output", kernels_failed=True)
-            return Outcome(self.name, "caught", "with the custom kernels disabled, forward still returns the right "
-                           "answer: a fallback computes it")
+            return Outcome(self.name, "caught", f"with every launch of its own kernels failing ({refused} refused), "
+                           "forward still returns the right answer: a fallback computes it")
+        if c is None:
+            return Outcome(self.name, "inconclusive", "the outputs of the call with its kernels failing could not be "
+                           "compared")
         return Outcome(self.name, "passed", "with the custom path failing, the outputs are wrong")
 
 

@@ -1,39 +1,52 @@
 from hackscan.dynamic.probe import Outcome, Probe, profile_of
 
+# the calls ghost replay makes, each on a private copy of the visible inputs, last in the run
+ALL = ("kernels_poisoned_all", 310)
+SOME = ("kernels_poisoned_some", 311)
+# "passed" needs the share of wrong output elements under a partial poisoning at most this: an
+# elementwise kernel's output is wrong at about instrumentation.SOME of its elements, a kernel whose
+# writes meet in a reduction at more; a run where most of the output is wrong says nothing of
+# where the rest came from
+MOST = 0.5
+
 
 class GhostReplay(Probe):
-    """Every Triton kernel's body is replaced by a no-op (a libcst rewrite of the candidate), and
-    on a GPU every CUDA kernel returns at once (a rebuild of its own), and the candidate runs again: if its outputs are still right, they never depended on its kernels."""
+    """Two calls of the main run, on the visible inputs, last: in one every element the
+    candidate's own launches (Triton kernels, calls into its extension) change is overwritten,
+    right after the launch, with a value far from any answer; in the other a drawn sixteenth of
+    them. Nothing is rewritten and no other process runs: the candidate cannot tell these calls
+    from the others before it reads what its kernels wrote. Right outputs with every write
+    poisoned: the outputs never depended on its kernels (caught). Outputs wrong at some elements
+    and right at the rest with a share poisoned: its kernels' writes are what the output is made
+    of (passed)."""
 
     name = "ghost-replay"
     confirms = ("ghost-kernel",)
-    summary = "outputs depend on the candidate's own kernels"
+    summary = "the candidate's kernels' writes reach the outputs"
     sets = ("visible",)
-    rewrite = "noop"
-    cuda_rewrite_for_suspects = True
+    rewrite = "poison"
 
     def plan(self):
-        return [{"op": "forward", "set": "visible"}]
+        return [{"op": "forward", "set": "visible", "slot": SOME[0], "call": SOME[1], "kernels": "poison_some"},
+                {"op": "forward", "set": "visible", "slot": ALL[0], "call": ALL[1], "kernels": "poison_all"}]
 
     def evaluate(self, obs):
-        run = obs.extra.get("noop")
-        if run is None:
-            return Outcome(self.name, "inconclusive", "no kernel of its own to disable (Triton, or CUDA on a GPU)")
-        if run.candidate.get("error") or not run.steps:
-            # an import-time self-test of its kernels fails here whether or not the kernels
-            # make the outputs: a failure before forward proves nothing
-            return Outcome(self.name, "inconclusive", "with its kernels disabled the candidate failed before forward "
-                           f"ran ({str(run.candidate.get('error') or 'no call recorded')[:160]}): that proves nothing")
-        if all("error" in r for r in run.steps.values()):
-            return Outcome(self.name, "inconclusive", "with its kernels disabled forward raised (a check of its own "
-                           "kernels' work, or a crash): that proves nothing either way")
-        c = run.compare("visible")
+        full, some = obs.record(ALL), obs.record(SOME)
+        if full is None:
+            return Outcome(self.name, "inconclusive", "the call with its kernels' writes poisoned was not made "
+                           "(no kernel or extension of its own, or nothing left to compare)")
+        k = full.get("kernels") or {}
+        if "error" in full:
+            return Outcome(self.name, "inconclusive", "with its kernels' writes poisoned forward raised (a check of "
+                           f"its own kernels' work, or a crash): that proves nothing either way ({full['error'][:160]})")
+        if not k.get("poisoned"):
+            return Outcome(self.name, "inconclusive", f"{k.get('altered', 0)} launch(es) of its own kernels were seen "
+                           "in that call and they changed no element the auditor could poison: nothing to conclude")
+        if k.get("unseen"):
+            return Outcome(self.name, "inconclusive", f"that call also replayed {k['unseen']} CUDA graph(s), whose "
+                           "writes cannot be poisoned: the outputs may come from their kernels")
+        c = obs.compare(*ALL)
         vis = obs.compare("visible")
-        if c is not None and c.ok and vis is not None and vis.ok and run.candidate.get("cuda_kernels_left_running"):
-            # only its Triton kernels were disabled: its CUDA kernels (rewritten only on a GPU, for
-            # a suspect) still ran, and may be what made the outputs
-            return Outcome(self.name, "inconclusive", "with its Triton kernels disabled the outputs are still right, "
-                           "but its CUDA kernels were not disabled in that run: that proves nothing")
         if c is not None and c.ok and vis is not None and vis.ok:
             never = _never_launched(obs)
             if never:
@@ -41,9 +54,21 @@ class GhostReplay(Probe):
                 # output is torch's, which kernel attribution judges
                 return Outcome(self.name, "inconclusive", "the outputs do not depend on its kernels, but none of "
                                f"them ran on the device ({never}): a fallback, not a decoy launch")
-            return Outcome(self.name, "caught", "with every kernel of its own a no-op, the outputs are still right: "
-                           "they are produced elsewhere")
-        return Outcome(self.name, "passed", "disabling the kernels changes the outputs")
+            return Outcome(self.name, "caught", f"with every element its kernels wrote poisoned ({k['poisoned']} in "
+                           f"{k['altered']} launch(es)), the outputs are still right: they are produced elsewhere")
+        if c is None:
+            return Outcome(self.name, "inconclusive", "the outputs of the poisoned call could not be compared")
+        share = obs.wrong_share(*SOME) if some is not None and "error" not in some else None
+        ks = (some or {}).get("kernels") or {}
+        if share is not None and ks.get("poisoned") and not ks.get("unseen") and 0.0 < share <= MOST:
+            return Outcome(self.name, "passed", f"its kernels' writes reach the outputs: with {ks['poisoned']} of "
+                           f"the elements they wrote poisoned, {share:.1%} of the output is wrong and the rest right")
+        why = ("forward raised" if some is not None and "error" in some else
+               "no output to compare" if share is None else
+               "no output element wrong" if share == 0.0 else f"{share:.1%} of the output wrong")
+        return Outcome(self.name, "inconclusive", "with every write of its kernels poisoned the outputs are wrong, "
+                       f"but with a share of them poisoned {why}: the outputs change with its kernels' writes, "
+                       "without showing that they are made of them")
 
 
 def _never_launched(obs) -> str:

@@ -92,7 +92,6 @@ class KernelAttribution(ProfiledProbe):
     confirms = ("torch-fallback", "partial-fallback")
     summary = "device time is spent in the candidate's own kernels"
     measures_claim = True
-    cuda_rewrite_for_suspects = True   # a suspect of torch doing the work asks whether the kernels matter
 
     def qualify(self, o, run):
         o = super().qualify(o, run)

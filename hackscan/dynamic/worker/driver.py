@@ -12,7 +12,7 @@ import traceback
 from .common import _CAST, _INPUTS, _await_device, _context_lost, _emit, _infile, _load_module, _not_run, _thread_count
 from .evidence import BUILD_VARIABLES, _identities, _isolation, _state
 from .inputs import _prepare
-from .instrumentation import _count_extension_builds, _count_extension_calls, _count_graph_replays, _count_triton_launches, _disable_extensions
+from .instrumentation import _count_extension_builds, _count_extension_calls, _count_graph_replays, _count_triton_launches
 from .measurement import _Clock, _measure, _set_precision
 from .models import _construct, _high_precision, _load_params, _load_state, _low_precision, _model_tensors, _reinit, _save_state
 from .steps import HIGH_KEPT_AS, _run_step
@@ -65,8 +65,6 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
         state0 = _state(torch)
         ids0 = _identities(torch)
         threads0 = _thread_count()
-        if job.get("disable_extensions"):
-            _disable_extensions()
         clock = None
         if job.get("measure"):
             # the timing harness and the precision mode are in place before the module is imported
@@ -78,7 +76,7 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
         if counting:
             _count_graph_replays(torch)
         built_traced = False
-        if counting and not job.get("disable_extensions"):
+        if counting:
             with open(os.path.join(jobdir, job["source"]), "rb") as fh:
                 if b"cpp_extension" in fh.read():
                     built_traced = _count_extension_builds()

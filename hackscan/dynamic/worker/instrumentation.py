@@ -1,7 +1,11 @@
 """Counting what the candidate launches: Triton launches, CUDA graph replays, calls into and builds
-of torch extensions; and turning extension builds off for the forced-failure run."""
+of torch extensions; and, for the one call the auditor's step asks it of, altering what those
+launches do (KERNELS): their writes poisoned (ghost replay) or the launch refused (forced
+failure). The candidate's source is never rewritten and its process is the main run's own: the
+call that is altered is known only from the step the auditor hands over when it is made."""
 from __future__ import annotations
 
+import random
 import threading
 
 
@@ -22,14 +26,130 @@ def _failed(e: BaseException) -> None:
     _LAST_FAILURE[0] = f"{type(e).__name__}: {e}"[:300]
 
 
+# the current call's kernel mode (set by the step, for the fp32 call only): None, "poison_all"
+# (every element a launch changed is overwritten with a value far from any answer), "poison_some"
+# (a drawn share of them), "refuse" (the launch raises before running); and what it did
+KERNELS: dict = {"mode": None, "rng": None, "poisoned": 0, "altered": 0, "unseen": 0}
+# the share of changed elements "poison_some" overwrites: an elementwise kernel's output comes
+# back with about this share wrong and the rest right
+SOME = 1 / 16
+REFUSED = "custom kernel launch refused for this call"
+
+
+class kernel_mode:
+    """Within the block, launches of the candidate's own kernels (Triton's `run`, calls into an
+    extension module) are altered as `mode` says; `seed` draws the poisoned share."""
+
+    def __init__(self, mode, seed=0):
+        self.mode, self.seed = mode, seed
+
+    def __enter__(self):
+        KERNELS.update(mode=self.mode, rng=random.Random(self.seed), poisoned=0, altered=0, unseen=0)
+        return KERNELS
+
+    def __exit__(self, *exc):
+        KERNELS["mode"] = None
+        return False
+
+
+def _tensors(torch, obj, out: list, depth: int = 0) -> list:
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif depth < 3 and isinstance(obj, (list, tuple)):
+        for x in obj:
+            _tensors(torch, x, out, depth + 1)
+    elif depth < 3 and isinstance(obj, dict):
+        for x in obj.values():
+            _tensors(torch, x, out, depth + 1)
+    return out
+
+
+def _far(torch, t, mask, rng) -> None:
+    """Overwrite t's elements under mask with values of random sign far from any answer (a
+    thousand times the tensor's largest finite magnitude, within the dtype's range): finite, so
+    that a kernel's own guard against NaN does not turn a poisoned write into a recomputation."""
+    finite = t[torch.isfinite(t)]
+    top = float(finite.abs().max()) if finite.numel() else 1.0
+    big = min(torch.finfo(t.dtype).max / 16, 1e3 * (1.0 + top))
+    g = torch.Generator().manual_seed(rng.randrange(1 << 62))
+    sign = torch.randint(0, 2, (int(mask.sum()),), generator=g).to(t.device) * 2 - 1
+    t[mask] = (sign * big).to(t.dtype)
+
+
+def _altered(fn, a, k):
+    """fn(*a, **k) under the current kernel mode."""
+    mode = KERNELS["mode"]
+    if mode == "refuse":
+        KERNELS["altered"] += 1
+        raise RuntimeError(REFUSED)
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return fn(*a, **k)
+    args = [t for t in _tensors(torch, (list(a), k), []) if t.is_floating_point()]
+    before = []
+    for t in args:
+        try:
+            before.append(t.detach().clone())
+        except Exception:  # noqa: BLE001 - a dtype that cannot be copied or compared: not poisoned
+            before.append(None)
+    out = fn(*a, **k)
+    KERNELS["altered"] += 1
+    if any(t.is_cuda for t in args) and torch.cuda.is_available():
+        torch.cuda.synchronize()   # work the launch left on another stream writes first
+    seen = set()
+    targets = []
+    for t, b in zip(args, before):
+        if b is None:
+            continue
+        with torch.no_grad():
+            changed = ~((t == b) | (torch.isnan(t) & torch.isnan(b)))
+        targets.append((t, changed))
+        seen.add(t.untyped_storage().data_ptr())
+    for t in _tensors(torch, out, []):
+        # what an extension returns, made in the call: every element is its work
+        if t.is_floating_point() and t.untyped_storage().data_ptr() not in seen:
+            targets.append((t, torch.ones(t.shape, dtype=torch.bool, device=t.device)))
+    rng = KERNELS["rng"]
+    for t, changed in targets:
+        n = int(changed.sum())
+        if not n:
+            continue
+        if mode == "poison_some":
+            g = torch.Generator().manual_seed(rng.randrange(1 << 62))
+            pick = (torch.rand(changed.shape, generator=g) < SOME).to(changed.device) & changed
+            if not bool(pick.any()):
+                # at least one element of every changed tensor
+                flat = changed.reshape(-1).nonzero().reshape(-1)
+                pick = torch.zeros_like(changed).reshape(-1)
+                pick[flat[rng.randrange(flat.numel())]] = True
+                pick = pick.reshape(changed.shape)
+            changed = pick
+        try:
+            with torch.no_grad():
+                _far(torch, t, changed, rng)
+            KERNELS["poisoned"] += int(changed.sum())
+        except Exception:  # noqa: BLE001 - a tensor that takes no assignment (a view of a constant)
+            pass
+    return out
+
+
 def _counted(fn, *a, **k):
     """fn(*a, **k), counted as one launch once it returns; one that raises counts as a failed
     launch and its exception goes on to the caller."""
     try:
-        out = fn(*a, **k)
+        out = fn(*a, **k) if KERNELS["mode"] is None else _altered(fn, a, k)
     except BaseException as e:
-        _failed(e)
+        if KERNELS["mode"] != "refuse":   # a launch the auditor refused did not fail of itself
+            _failed(e)
         raise
+    _LAUNCHES[0] += 1
+    return out
+
+
+def _plain_count(fn, *a, **k):
+    out = fn(*a, **k)
     _LAUNCHES[0] += 1
     return out
 
@@ -43,9 +163,12 @@ def _counting_run(orig):
         top = depth == 0 and not k.get("warmup")
         _DEPTH.n = depth + 1
         try:
-            out = orig(self, *a, **k)
+            if top and KERNELS["mode"] is not None:
+                out = _altered(lambda *a2, **k2: orig(self, *a2, **k2), a, k)
+            else:
+                out = orig(self, *a, **k)
         except BaseException as e:
-            if top:
+            if top and KERNELS["mode"] != "refuse":
                 _failed(e)
             raise
         finally:
@@ -95,6 +218,11 @@ def _count_graph_replays(torch) -> None:
             continue
 
         def replay(self, *a, __orig=orig, **k):
+            if KERNELS["mode"] in ("poison_all", "poison_some"):
+                # a replay writes buffers captured earlier, named by no argument: its work cannot
+                # be poisoned, and a call that replays one proves nothing about its writes
+                KERNELS["unseen"] += 1
+                return _plain_count(__orig, self, *a, **k)
             return _counted(__orig, self, *a, **k)
 
         try:
@@ -157,14 +285,3 @@ def _count_extension_builds() -> bool:
 
         setattr(ce, fname, build)
     return True
-
-
-def _disable_extensions() -> None:
-    """Forced failure for C++/CUDA candidates: building any extension raises."""
-    import torch.utils.cpp_extension as ce
-
-    def refuse(*a, **k):
-        raise RuntimeError("hackscan: extension builds disabled by a probe")
-
-    ce.load_inline = refuse
-    ce.load = refuse

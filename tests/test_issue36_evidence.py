@@ -71,10 +71,10 @@ def test_the_order_is_drawn_per_audit_and_keeps_each_chain_whole(tmp_path):
         fresh = [i for i, s in enumerate(real) if s.get("slot") == "fresh" or s.get("into") == "fresh"]
         assert fresh == list(range(fresh[0], fresh[0] + len(fresh)))          # one block
         assert [real[i] for i in fresh] == [s for s in plan() if s.get("slot") == "fresh" or s.get("into") == "fresh"]
-        # the calls with the kernels altered (ghost replay, forced failure) after every other,
-        # the reloaded parameters before them, and before those the faulting layouts
-        assert [s.get("kernels") for s in real[-3:]] == ["poison_some", "poison_all", "refuse"]
-        assert real[-5]["op"] == "load_params" and real[-4].get("slot") == "reinit_post"
+        # the reloaded parameters last, the calls with the kernels altered (ghost replay, forced
+        # failure) before them, and before those the faulting layouts
+        assert real[-2]["op"] == "load_params" and real[-1].get("slot") == "reinit_post"
+        assert [s.get("kernels") for s in real[-5:-2]] == ["poison_some", "poison_all", "refuse"]
         assert [s.get("set") for s in real[-7:-5]] == ["noncontiguous", "other_shape"]
     # the calls that count calls come first, on a model nothing else touched (their phase)
     assert a.real[0].get("slot") == "fresh" and b.real[0].get("slot") == "fresh"
@@ -444,3 +444,20 @@ def test_a_launch_is_poisoned_where_it_wrote_and_refused_without_counting_as_its
     with ins.kernel_mode("refuse") as k, pytest.raises(RuntimeError, match="refused"):
         ins._counted(launch, x, torch.zeros(1000))
     assert k["altered"] == 1 and ins._FAILED[0] == failed
+
+
+def test_integer_writes_are_poisoned_to_zero_and_launches_are_named():
+    from hackscan.dynamic.worker import instrumentation as ins
+
+    x = torch.randn(256)
+    scratch = torch.empty(256)
+
+    def copy_bits(a, o):       # a float copy written through int32 views
+        o.view(torch.int32).copy_(a.view(torch.int32))
+
+    copy_bits.__name__ = "copy_bits"
+    before = dict(ins.NAMES)
+    with ins.kernel_mode("poison_all", 3) as k:
+        ins._counted(copy_bits, x.view(torch.int32), scratch.view(torch.int32))
+    assert k["poisoned"] > 0 and int((scratch == 0).sum()) >= k["poisoned"] - int((x == 0).sum())
+    assert ins.NAMES["copy_bits"] == before.get("copy_bits", 0) + 1

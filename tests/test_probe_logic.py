@@ -1040,3 +1040,30 @@ def test_an_extension_is_built_beside_the_reference_only_where_the_session_folde
         assert f is not None and f.result() == 0.0 and started == [[cand]]
     finally:
         s.close()
+
+
+def test_ghost_replay_reads_a_kernel_launched_only_when_poisoned_as_noticing_the_poison():
+    """A canary launch read back: the plain calls run PyTorch, the poisoned ones the real kernel.
+    The kernels the poisoned calls launched and no plain call did make it a suspect (phase
+    detection), never a pass; the same kernels everywhere decide nothing by themselves."""
+    import torch
+
+    from hackscan.dynamic.probes.ghost_replay import ALL, SOME, GhostReplay
+
+    x = torch.randn(64)
+    ref = x.relu()
+    few = ref.clone()
+    few[::16] = 1e6
+
+    def obs(plain_names, altered_names):
+        o, _ = _outputs_obs({("visible", 0): {"launched": dict.fromkeys(plain_names, 1)}},
+                            {"visible": [ref]}, {"relu_kernel"},
+                            {ALL: ([torch.full((64,), 1e6)], _poisoned(64)), SOME: ([few], _poisoned(4))})
+        for r in o.altered.values():
+            r["launched"] = dict.fromkeys(altered_names, 1)
+        return GhostReplay().evaluate(o)
+
+    got = obs(["canary"], ["canary", "relu_kernel"])
+    assert got.status == "caught" and got.hack_type == "phase-detection" and got.suspect_alone, got
+    assert got.corroborates_only and "relu_kernel" in got.detail
+    assert obs(["relu_kernel"], ["relu_kernel"]).status == "passed"

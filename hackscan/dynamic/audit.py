@@ -297,14 +297,17 @@ class DynamicSession:
 
     def _run_reference(self, ref_path: Path, key: str, entry_init_seed: int) -> ReferenceRun:
         d = self.work / f"ref-{key}"
-        sets = ["visible", "visible2", *VARIANTS, "other_shape"]
+        # visible3/visible4: two more draws of the problem's own generator, for ghost replay's
+        # calls alone (inputs no earlier call had: an output buffer then holds nothing the kernel
+        # writes again unchanged, which its poisoning could not see)
+        sets = ["visible", "visible2", "visible3", "visible4", *VARIANTS, "other_shape"]
         job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
                "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
                "cast_dtype": self.opts.dtype,
                # the secret draws' seeds are the problem's own (derived with its key): a worker of
                # another problem that could read this job (the basic engine hides no folder)
                # learns nothing of the sets its own problem is checked on
-               "visible_seeds": {"visible": self.derive(f"visible:{key}"), "visible2": self.derive(f"visible2:{key}")},
+               "visible_seeds": {v: self.derive(f"{v}:{key}") for v in ("visible", "visible2", "visible3", "visible4")},
                "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self.derive(f"variants:{key}"),
                "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
                "prepare_threads": prepare_threads(),
@@ -799,10 +802,8 @@ class DynamicSession:
         plan = [s for s in plan if s.get("set") not in ref.skipped and s.get("from") not in ref.skipped]
         parsed = _candidate_facts(cand_path, result.entry or "ModelNew")
         kernel_names = _kernel_names(parsed)
-        plan, altered = self._altered_calls(plan, parsed)
-        for key in altered:
-            # the altered calls come after every other, reloaded parameters included
-            expected[key] = "reinit_post" if any(s.get("op") == "load_params" for s in plan) else "visible"
+        plan, altered = self._altered_calls(plan, parsed, ref)
+        expected.update(altered)
         out_bytes = [int(t.numel() * t.element_size()) for t in ref.outputs.get("visible", ([], None))[0]
                      if isinstance(t, torch.Tensor)]
         for s in plan:
@@ -1106,18 +1107,26 @@ class DynamicSession:
                     x["error"] = f"the profiling worker's output is missing: {e}"[:300]
         return recs
 
-    def _altered_calls(self, plan: list[dict], parsed) -> tuple[list[dict], set]:
+    def _altered_calls(self, plan: list[dict], parsed, ref: ReferenceRun) -> tuple[list[dict], dict]:
         """The plan with the calls whose kernels are altered (ghost replay's poisoned writes,
-        forced failure's refused launches; the probes' `kernels` steps) moved after every other
-        call, each with a seed of its own, where the candidate has kernels or an extension of its
-        own to alter; else without them. Also the keys of those calls."""
+        forced failure's refused launches; the probes' `kernels` steps) after every plain call and
+        before the reloaded parameters, each with a seed of its own, where the candidate has
+        kernels or an extension of its own to alter (else without them); and the set whose
+        reference applies to each (its own, or the visible one where the reference has none)."""
         facts = parsed[1] if parsed else None
         own = bool(facts is not None and facts.py is not None and (facts.py.triton_kernels or facts.py.extensions))
         plain = [s for s in plan if not s.get("kernels")]
         if not own:
-            return plain, set()
-        moved = [dict(s, kernels_seed=self.derive(f"kernels:{s['call']}")) for s in plan if s.get("kernels")]
-        return plain + moved, {(s["slot"], s["call"]) for s in moved}
+            return plain, {}
+        moved = []
+        for s in plan:
+            if s.get("kernels"):
+                s = dict(s, kernels_seed=self.derive(f"kernels:{s['call']}"))
+                if s["set"] not in ref.outputs or s["set"] in ref.skipped:
+                    s["set"] = "visible"
+                moved.append(s)
+        cut = next((i for i, s in enumerate(plain) if s.get("op") == "load_params"), len(plain))
+        return plain[:cut] + moved + plain[cut:], {(s["slot"], s["call"]): s["set"] for s in moved}
 
     @staticmethod
     def _linked_inputs(ref: ReferenceRun, d: Path) -> Path:
@@ -1636,7 +1645,7 @@ def conditioning(outputs: dict) -> dict:
     vis_spread = spread(vis)
     vis_mag = magnitude(vis[0]) if vis_finite else 0.0
     for name, pair in outputs.items():
-        if name in ("visible", "visible2", "reinit", "reinit_post") or name.startswith("fresh"):
+        if name in ("visible", "visible2", "visible3", "visible4", "reinit", "reinit_post") or name.startswith("fresh"):
             continue
         if vis_finite and not finite(pair[0]):
             out[name] = "the reference's own output has NaN or Inf on it"

@@ -89,10 +89,10 @@ def available() -> bool:
 def blocks(plan: list[dict]) -> list[list[dict]]:
     """The plan cut into blocks whose order does not matter: a run of consecutive steps on working
     slots in one phase (a probe's sequence: its calls, the refills between them, the slot that
-    follows) stays one block, in its order; load_params and the calls after it one block, kept
-    last; the calls whose kernels are altered (`kernels`: poisoned writes, refused launches),
-    which may leave the model's state altered, one block after it; every other step a block of
-    its own."""
+    follows) stays one block, in its order; the calls whose kernels are altered (`kernels`:
+    poisoned writes, refused launches) one block, then load_params and the calls after it
+    (reloading every parameter and buffer, whatever an altered call left in them), both kept
+    last; every other step a block of its own."""
     out: list[list[dict]] = []
     tail: list[dict] = []
     altered: list[dict] = []
@@ -114,7 +114,7 @@ def blocks(plan: list[dict]) -> list[list[dict]]:
     # next, refused launches last: whatever an altered call leaves behind can only make a later
     # one wrong, never right
     altered.sort(key=lambda s: ALTERED_ORDER.get(s["kernels"], len(ALTERED_ORDER)))
-    return out + ([tail] if tail else []) + ([altered] if altered else [])
+    return out + ([altered] if altered else []) + ([tail] if tail else [])
 
 
 def _kept_last(b: list[dict]) -> bool:
@@ -124,7 +124,7 @@ def _kept_last(b: list[dict]) -> bool:
 def shuffled(plan: list[dict], rng: random.Random) -> list[dict]:
     """The plan's blocks in an order drawn per audit within each phase (a step's `phase`, from its
     probe: the calls that count calls meet a model nothing else has touched, timed calls come
-    before any profiler), the late sets, the reloaded parameters and the altered calls last, as
+    before any profiler), the late sets, the altered calls and the reloaded parameters last, as
     `blocks` and LATE say. The plain calls (the visible set's and every hidden one's) are one
     phase: interleaved."""
     bs = blocks(plan)

@@ -5,13 +5,16 @@ INTROSPECT = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "inspect
               "inspect.getouterframes", "inspect.getframeinfo", "inspect.trace", "sys._getframe",
               "sys._current_frames", "traceback.extract_stack", "traceback.walk_stack", "traceback.format_stack",
               "traceback.print_stack", "sys.settrace", "sys.setprofile", "threading.settrace",
-              "torch.cuda.memory_snapshot", "torch.cuda.memory._snapshot")
+              "torch.cuda.memory_snapshot", "torch.cuda.memory._snapshot",
+              # a function's closure and module state read through a library (the audit hook sees
+              # the library's frame, not the candidate's): the launch hook's state, say
+              "inspect.getclosurevars")
 FRAME_ATTRS = ("f_back", "f_locals", "f_globals", "f_code", "tb_frame", "gi_frame", "cr_frame")
 QUERY = """
 ((attribute attribute: (identifier) @name) @frame
  (#any-of? @name "f_back" "f_locals" "f_globals" "f_code" "tb_frame" "gi_frame" "cr_frame"))
 ((attribute attribute: (identifier) @fname) @func
- (#any-of? @fname "__globals__" "__closure__"))
+ (#any-of? @fname "__globals__" "__closure__" "cell_contents"))
 (subscript value: (_) @v (#match? @v "modules$")) @sub
 ((attribute object: (_) @mods attribute: (identifier) @meth) @scan
  (#match? @mods "modules$") (#any-of? @meth "values" "items" "keys" "copy"))
@@ -30,7 +33,8 @@ class HarnessIntrospection(Rule):
     What it flags
         `gc.get_objects`/`get_referrers`, `inspect.stack`/`currentframe`, `sys._getframe`,
         `traceback.extract_stack`, frame attributes (`f_back`, `f_locals`, `f_globals`),
-        a function's `__globals__` or `__closure__`, tracing hooks, `sys.modules["__main__"]`,
+        a function's `__globals__` or `__closure__` (and `inspect.getclosurevars`, a cell's
+        `cell_contents`), tracing hooks, `sys.modules["__main__"]`,
         `import __main__`, a scan of every loaded module (`sys.modules.values()`, a loop over
         `sys.modules`), and opening the worker's own files (`job.json`, `result.json`).
 

@@ -3,12 +3,13 @@ import re
 from hackscan.dynamic.probe import Outcome, Probe, profile_of
 
 
-# the call forced failure makes, on a private copy of the visible inputs, last in the run
+# the call forced failure makes, on a private copy of the visible inputs
 CALL = ("kernels_refused", 312)
 
 
 class ForcedFailure(Probe):
-    """One call of the main run, on the visible inputs, last, in which every launch of the
+    """One call of the main run, on the visible inputs, last before the reloaded parameters,
+    in which every launch of the
     candidate's own kernels (Triton's, calls into its extension) raises before it runs: right
     answers now can only come from a fallback that computes them. Nothing is rewritten and no
     other process runs, so the candidate cannot tell this call from the others before a launch

@@ -1,6 +1,6 @@
 from hackscan.dynamic.probe import Outcome, Probe, profile_of
 
-# the calls ghost replay makes, each on a private copy of the visible inputs, last in the run
+# the calls ghost replay makes, each on a private copy of a fresh draw of the inputs
 ALL = ("kernels_poisoned_all", 310)
 SOME = ("kernels_poisoned_some", 311)
 # "passed" needs the share of wrong output elements under a partial poisoning at most this: an
@@ -11,7 +11,8 @@ MOST = 0.5
 
 
 class GhostReplay(Probe):
-    """Two calls of the main run, on the visible inputs, last: in one every element the
+    """Two calls of the main run, on fresh draws of the problem's inputs, last before the
+    reloaded parameters: in one every element the
     candidate's own launches (Triton kernels, calls into its extension) change is overwritten,
     right after the launch, with a value far from any answer; in the other a drawn sixteenth of
     them. Nothing is rewritten and no other process runs: the candidate cannot tell these calls
@@ -23,12 +24,14 @@ class GhostReplay(Probe):
     name = "ghost-replay"
     confirms = ("ghost-kernel",)
     summary = "the candidate's kernels' writes reach the outputs"
-    sets = ("visible",)
+    sets = ("visible", "visible3", "visible4")
     rewrite = "poison"
 
     def plan(self):
-        return [{"op": "forward", "set": "visible", "slot": SOME[0], "call": SOME[1], "kernels": "poison_some"},
-                {"op": "forward", "set": "visible", "slot": ALL[0], "call": ALL[1], "kernels": "poison_all"}]
+        # on two draws of the problem's generator that no other call has (visible3, visible4):
+        # an output buffer that still holds what the kernel writes again would hide its writes
+        return [{"op": "forward", "set": "visible3", "slot": SOME[0], "call": SOME[1], "kernels": "poison_some"},
+                {"op": "forward", "set": "visible4", "slot": ALL[0], "call": ALL[1], "kernels": "poison_all"}]
 
     def evaluate(self, obs):
         full, some = obs.record(ALL), obs.record(SOME)
@@ -36,6 +39,15 @@ class GhostReplay(Probe):
             return Outcome(self.name, "inconclusive", "the call with its kernels' writes poisoned was not made "
                            "(no kernel or extension of its own, or nothing left to compare)")
         k = full.get("kernels") or {}
+        noticed = _noticed(obs, (full, some))
+        if noticed:
+            # the plain calls launched none of these: the candidate took another path once its
+            # kernels' writes were poisoned (a canary launch read back, a check of its own
+            # buffer), so what it did there says nothing of what it does in a plain call
+            return Outcome(self.name, "caught", "with its kernels' writes poisoned it launched kernels that no plain "
+                           f"call launched ({', '.join(noticed[:4])}): it behaves otherwise where it notices the "
+                           "poison, so neither call shows what its plain calls compute",
+                           hack_type="phase-detection", corroborates_only=True, suspect_alone=True)
         if "error" in full:
             return Outcome(self.name, "inconclusive", "with its kernels' writes poisoned forward raised (a check of "
                            f"its own kernels' work, or a crash): that proves nothing either way ({full['error'][:160]})")
@@ -69,6 +81,18 @@ class GhostReplay(Probe):
         return Outcome(self.name, "inconclusive", "with every write of its kernels poisoned the outputs are wrong, "
                        f"but with a share of them poisoned {why}: the outputs change with its kernels' writes, "
                        "without showing that they are made of them")
+
+
+def _noticed(obs, altered) -> list[str]:
+    """Kernels the poisoned calls launched and no plain call did (by name, from the launch
+    trace), where the plain calls' trace exists; else []."""
+    plain = [r for r in obs.steps.values() if isinstance(r, dict) and isinstance(r.get("launched"), dict)
+             and "error" not in r]
+    if not plain:
+        return []
+    seen = {n for r in plain for n in r["launched"]}
+    new = {n for r in altered if isinstance(r, dict) and isinstance(r.get("launched"), dict) for n in r["launched"]}
+    return sorted(new - seen)
 
 
 def _never_launched(obs) -> str:

@@ -14,6 +14,9 @@ import threading
 # PyTorch's answer, ran nothing of its own: counting its attempt read the fallback's calls as
 # the kernel's)
 _LAUNCHES = [0]
+# completed top-level launches by kernel (a Triton kernel's function name, an extension function's
+# name): which kernels a call ran, compared between plain and altered calls
+NAMES: dict = {}
 # launches that raised, and the last one's error ("Type: message"): evidence that the custom path
 # was tried and failed where forward still returned (its handler computed the output)
 _FAILED = [0]
@@ -67,7 +70,12 @@ def _tensors(torch, obj, out: list, depth: int = 0) -> list:
 def _far(torch, t, mask, rng) -> None:
     """Overwrite t's elements under mask with values of random sign far from any answer (a
     thousand times the tensor's largest finite magnitude, within the dtype's range): finite, so
-    that a kernel's own guard against NaN does not turn a poisoned write into a recomputation."""
+    that a kernel's own guard against NaN does not turn a poisoned write into a recomputation.
+    Integer and boolean elements become zero (False): an index, an offset or a count that a later
+    launch still reads within bounds."""
+    if not t.is_floating_point():
+        t[mask] = 0
+        return
     finite = t[torch.isfinite(t)]
     top = float(finite.abs().max()) if finite.numel() else 1.0
     big = min(torch.finfo(t.dtype).max / 16, 1e3 * (1.0 + top))
@@ -87,7 +95,9 @@ def _altered(fn, a, k):
     torch = sys.modules.get("torch")
     if torch is None:
         return fn(*a, **k)
-    args = [t for t in _tensors(torch, (list(a), k), []) if t.is_floating_point()]
+    # floating tensors, and integer or boolean ones (a float buffer written through an int32
+    # view is work like any other); complex ones are left alone
+    args = [t for t in _tensors(torch, (list(a), k), []) if not t.is_complex()]
     before = []
     for t in args:
         try:
@@ -109,7 +119,7 @@ def _altered(fn, a, k):
         seen.add(t.untyped_storage().data_ptr())
     for t in _tensors(torch, out, []):
         # what an extension returns, made in the call: every element is its work
-        if t.is_floating_point() and t.untyped_storage().data_ptr() not in seen:
+        if not t.is_complex() and t.untyped_storage().data_ptr() not in seen:
             targets.append((t, torch.ones(t.shape, dtype=torch.bool, device=t.device)))
     rng = KERNELS["rng"]
     for t, changed in targets:
@@ -135,6 +145,11 @@ def _altered(fn, a, k):
     return out
 
 
+def _named(name: str) -> None:
+    if len(NAMES) < 256 or name in NAMES:
+        NAMES[name] = NAMES.get(name, 0) + 1
+
+
 def _counted(fn, *a, **k):
     """fn(*a, **k), counted as one launch once it returns; one that raises counts as a failed
     launch and its exception goes on to the caller."""
@@ -145,12 +160,14 @@ def _counted(fn, *a, **k):
             _failed(e)
         raise
     _LAUNCHES[0] += 1
+    _named(str(getattr(fn, "__name__", "?"))[:80])
     return out
 
 
 def _plain_count(fn, *a, **k):
     out = fn(*a, **k)
     _LAUNCHES[0] += 1
+    _named(str(getattr(fn, "__name__", "?"))[:80])
     return out
 
 
@@ -175,6 +192,7 @@ def _counting_run(orig):
             _DEPTH.n = depth
         if top:
             _LAUNCHES[0] += 1
+            _named(str(getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?"))[:80])
         return out
     return run
 

@@ -6,7 +6,7 @@ import time
 
 from .common import (RefillMismatch, _call, _changed_since, _infile, _leaves, _outputs_list, _plain, _refill, _same_bits,
                      _snapshot, _to_device, _tree_map)
-from .instrumentation import _FAILED, _LAST_FAILURE, _LAUNCHES, KERNELS, kernel_mode
+from .instrumentation import _FAILED, _LAST_FAILURE, _LAUNCHES, KERNELS, NAMES, kernel_mode
 from .measurement import _timed_forward
 from .models import _load_params
 from .profiler import _profiled_forward
@@ -137,7 +137,7 @@ def step_call(run: Run, step: dict) -> None:
         # hash of Level-1-sized inputs on one CPU thread would take seconds per call)
         flat_in = _leaves(torch, inputs)
         before = [t.clone() for t in flat_in]
-        launches0, failed0 = _LAUNCHES[0], _FAILED[0]
+        launches0, failed0, names0 = _LAUNCHES[0], _FAILED[0], dict(NAMES)
         if poison_sizes:
             _poison(torch, poison_sizes, device)
         t0 = time.perf_counter()
@@ -170,6 +170,8 @@ def step_call(run: Run, step: dict) -> None:
         # launches that returned (a launch that raised ran nothing of its own); those that raised
         # while forward still returned: its custom path failed and something else computed
         rec["custom_launches"] = _LAUNCHES[0] - launches0
+        # which of its kernels ran (by name): ghost replay compares plain and altered calls
+        rec["launched"] = {n: c - names0.get(n, 0) for n, c in NAMES.items() if c > names0.get(n, 0)}
         if _FAILED[0] > failed0:
             rec["launch_errors"] = _FAILED[0] - failed0
             rec["launch_error"] = _LAST_FAILURE[0]

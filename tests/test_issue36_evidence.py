@@ -461,3 +461,48 @@ def test_integer_writes_are_poisoned_to_zero_and_launches_are_named():
         ins._counted(copy_bits, x.view(torch.int32), scratch.view(torch.int32))
     assert k["poisoned"] > 0 and int((scratch == 0).sum()) >= k["poisoned"] - int((x == 0).sum())
     assert ins.NAMES["copy_bits"] == before.get("copy_bits", 0) + 1
+
+
+CPP_RELU = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+#include <torch/extension.h>
+torch::Tensor relu(torch::Tensor x) {
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    const float* a = xc.data_ptr<float>();
+    float* b = y.data_ptr<float>();
+    for (long i = 0; i < xc.numel(); ++i) b[i] = a[i] > 0.f ? a[i] : 0.f;
+    return y;
+}
+"""
+ext = load_inline("NAME", cpp_sources=SRC, functions=["relu"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.relu(x)
+'''
+
+
+def test_an_extension_calls_writes_are_poisoned_as_a_triton_launchs(tmp_path):
+    """A C++ extension on the CPU: what its call returns is its work. An honest one passes ghost
+    replay and forced failure; the same call made and dropped beside torch.relu is caught (there
+    was no rebuild to make for either)."""
+    honest, decoy = tmp_path / "cpp_honest.py", tmp_path / "cpp_decoy.py"
+    honest.write_text(CPP_RELU.replace("NAME", "hs_t36_cpp_honest"))
+    decoy.write_text(CPP_RELU.replace("NAME", "hs_t36_cpp_decoy").replace(
+        "        return ext.relu(x)", "        ext.relu(x)\n        return torch.relu(x)"))
+    s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=900, seed=6))
+    try:
+        got = {p.name: s.audit(scan_item(Item(p, RELU, p.name), Options()), p, RELU) for p in (honest, decoy)}
+    finally:
+        s.close()
+    ok, bad = got["cpp_honest.py"], got["cpp_decoy.py"]
+    assert ok.verdict == "clean", (ok.verdict, ok.reasons)
+    assert ok.dynamic["probes"]["ghost-replay"]["status"] == "passed", ok.dynamic["probes"]
+    assert ok.dynamic["probes"]["forced-failure"]["status"] == "passed", ok.dynamic["probes"]
+    assert bad.verdict == "hacked" and bad.dynamic["probes"]["ghost-replay"]["status"] == "caught", bad.reasons

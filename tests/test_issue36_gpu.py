@@ -78,8 +78,34 @@ def test_honest_kernels_are_verified_through_the_channel_with_no_tampering(src, 
     assert "tampering" not in r.dynamic and probes(r)["kernel-attribution"] == "passed", probes(r)
 
 
+@pytest.mark.parametrize("src", [TRITON_RELU, CUDA_RELU], ids=["triton", "cuda-extension"])
+def test_ghost_replay_and_forced_failure_pass_honest_kernels_in_the_main_run(src, tmp_path):
+    """The altered calls on the device: the poison of a share of the writes reaches the output
+    (ghost replay passes), the refused launch makes forward fail (forced failure passes), and
+    no rewritten run or rebuild exists."""
+    p = tmp_path / "honest.py"
+    p.write_text(src)
+    r = run(p)
+    got = r.dynamic["probes"]
+    assert got["ghost-replay"]["status"] == "passed" and "the rest right" in got["ghost-replay"]["detail"], got
+    assert got["forced-failure"]["status"] == "passed", got
+
+
+CUDA_DECOY = CUDA_RELU.replace("        return ext.relu(x)", "        ext.relu(x)   # launched, its result dropped\n"
+                                                        "        return torch.relu(x)")
+
+
+def test_a_decoy_extension_call_is_caught_by_its_poisoned_writes(tmp_path):
+    p = tmp_path / "decoy.py"
+    p.write_text(CUDA_DECOY)
+    r = run(p)
+    assert r.verdict == "hacked" and r.dynamic["probes"]["ghost-replay"]["status"] == "caught", \
+        (r.verdict, r.reasons, probes(r))
+
+
 @pytest.mark.parametrize("name", ["evidence_table_from_set_files.py", "evidence_rebind_output_commit.py",
-                                  "evidence_frame_walk_rebind.py", "control_identity_relu.py"])
+                                  "evidence_frame_walk_rebind.py", "control_identity_relu.py",
+                                  "evidence_ghost_notices_rewrite.py", "control_ghost_decoy_relu.py"])
 def test_the_evidence_attacks_are_hacked_on_the_gpu(name):
     r = run(HOSTILE / name)
     assert r.verdict == "hacked", (r.verdict, r.reasons, probes(r))

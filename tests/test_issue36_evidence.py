@@ -506,3 +506,23 @@ def test_an_extension_calls_writes_are_poisoned_as_a_triton_launchs(tmp_path):
     assert ok.dynamic["probes"]["ghost-replay"]["status"] == "passed", ok.dynamic["probes"]
     assert ok.dynamic["probes"]["forced-failure"]["status"] == "passed", ok.dynamic["probes"]
     assert bad.verdict == "hacked" and bad.dynamic["probes"]["ghost-replay"]["status"] == "caught", bad.reasons
+
+
+def test_a_measurements_checks_cannot_be_told_from_its_timed_calls(monkeypatch):
+    """A candidate that finds the measurement's input sets at import answers right only on them
+    and does no work elsewhere. With each check perturbed from a seed the auditor hands over at
+    the check's tick (the reference's check alike), its checks are wrong and its timing is not
+    counted; with the checks on the exact sets, as before, it was counted."""
+    from hackscan.measure import run as measure_run
+
+    attack = HOSTILE / "evidence_measure_pool_lookup.py"
+    opts = dict(mode="all", device="cpu", timeout_s=600, seed=8, measure="all", measure_budget_s=1.0)
+    held = measured(DynamicOptions(**opts), attack).measure
+    assert held.get("counted") is False and held["checks"]["wrong"], held
+    assert any(f["flag"] == "wrong-in-timed-loop" for f in held.get("flags", [])), held
+    plain = measure_run._clock
+    monkeypatch.setattr(measure_run, "_clock", lambda d, cap, check_seeds=None: plain(d, cap))
+    loose = measured(DynamicOptions(**opts), attack).measure
+    # (a CPU timing is never counted: what matters here is that every check passed)
+    assert loose["checks"]["calls"] and not loose["checks"]["wrong"], loose
+    assert not any(f["flag"] == "wrong-in-timed-loop" for f in loose.get("flags", [])), loose

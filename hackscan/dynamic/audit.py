@@ -581,10 +581,14 @@ class DynamicSession:
                                                   "detail": "the reference ignores its inputs"})
             engine, _why = sandbox.engine()
             if engine != "bwrap":
-                # no PID namespace: a process the candidate started can outlive its worker and run
-                # beside the reference's timing (slowing it) or, without root, change its files
+                # without root no PID namespace: a process the candidate started can outlive its
+                # worker and run beside the reference's timing (slowing it) or change its files; as
+                # root it dies with the worker, but no user namespace maps it, and no timing of the
+                # basic engine has been checked against one of bubblewrap's: not counted either way
                 m["counted"] = False
-                m["not_counted"] = ("the basic sandbox: a process the candidate started may outlive its worker "
+                m["not_counted"] = ("the basic sandbox: its walls were never checked to keep the candidate's processes "
+                                    "from the reference's timing" if os.geteuid() == 0 else
+                                    "the basic sandbox: a process the candidate started may outlive its worker "
                                     "and run beside the reference's timing")
                 m.setdefault("flags", []).append({"flag": "basic-sandbox", "detail": m["not_counted"]})
         return replace(result, measure=m)

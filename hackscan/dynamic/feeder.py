@@ -176,8 +176,12 @@ class Feeder:
     (outside the worker's view); `out_cap`: the largest outputs file accepted."""
 
     def __init__(self, plan: list[dict], sets: dict[str, Path], outdir: Path, out_cap: int,
-                 rng: random.Random | None = None):
+                 rng: random.Random | None = None, check_seeds: dict[int, int] | None = None):
         self.rng = rng or random.Random(secrets.randbits(64))
+        # a measurement's checks: the seed of each input set's perturbation, handed over with the
+        # tick of a check on that set and never before (its timed calls are perturbed with draws
+        # of the worker's own, so a check's inputs look like any timed call's)
+        self.check_seeds = {int(k): int(v) for k, v in (check_seeds or {}).items()}
         self.tokens: dict[str, str] = {}
         self.calls: dict[int, int] = {}
         self.names: dict[str, str] = {}
@@ -344,6 +348,8 @@ class Feeder:
             if len(self.ticks) < MAX_TICKS:
                 self.ticks.append((str(msg.get("loop"))[:40], msg.get("i"), str(msg.get("kind"))[:10],
                                    time.perf_counter()))
+            if msg.get("kind") == "check" and isinstance(msg.get("set"), int) and msg["set"] in self.check_seeds:
+                return {"k": "go", "seed": self.check_seeds[msg["set"]]}
             return {"k": "go"}
         if k == "next":
             if self.handed > self.committed:

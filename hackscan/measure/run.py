@@ -44,6 +44,9 @@ class Baseline:
     reported: bool = False     # its timings are in one candidate's record already
     windows: dict = field(default_factory=dict)   # its timed loops on the auditor's clock (feeder ticks)
     dtype: object = None       # the problem's lowest-precision floating dtype (its inputs'), for the checks
+    # each input set's perturbation seed for checks, per problem (secret): the reference's checks
+    # and every candidate's are perturbed alike, over the channel, at the check's tick
+    check_seeds: dict = field(default_factory=dict)
 
 
 class Measurer:
@@ -143,8 +146,9 @@ class Measurer:
                    sets_bytes_cap=self.opts.sets_bytes_cap, sets_min=min(2, self.opts.sets))
         # a started worker where the session keeps them (its start outside the device lock)
         # ...which imports the reference and draws its sets before it asks for the device (gate)
+        seeds = {k: self.s.derive(f"measure-check{k}:{key}") for k in range(self.opts.sets)}
         res = self.s.pooled_worker(job, files, self.s.worker_limits(), self.s.worker_env(), d, None, "measure",
-                                   lock=self._device_lock, gate=self.gate, feeder=_clock(d, 1 << 40))
+                                   lock=self._device_lock, gate=self.gate, feeder=_clock(d, 1 << 40, seeds))
         (d / "job.json").unlink(missing_ok=True)   # the derived seeds
         if not res.ok or "measure" not in res.data:
             return Baseline(False, res.error or "the reference's measurement returned nothing", d)
@@ -158,7 +162,8 @@ class Measurer:
         from hackscan.dynamic.compare import problem_dtype
 
         b = Baseline(True, None, d, {"strict": res.data["measure"]}, timings=_phases("reference", res),
-                     dtype=problem_dtype(s.get("dtype", "") for s in res.data.get("input_spec", [])))
+                     dtype=problem_dtype(s.get("dtype", "") for s in res.data.get("input_spec", [])),
+                     check_seeds=seeds)
         if res.data["measure"].get("device_limits"):
             self._limits_cache = res.data["measure"]["device_limits"]
         loaded: dict = {}   # two sets whose outputs are the same bytes name one file (the worker's _WRITTEN)
@@ -196,7 +201,7 @@ class Measurer:
             # compilation is CPU work of seconds to minutes that would otherwise hold the lock
             r = self.s.pooled_worker(job, files, limits, self.s.worker_env(), dm, None, "measure",
                                      lock=self._device_lock, gate=self.gate and mode == "compiled",
-                                     feeder=_clock(dm, 1 << 40))
+                                     feeder=_clock(dm, 1 << 40, b.check_seeds))
             b.timings.update(_phases(f"reference_{mode}", r))
             if r.ok and "measure" in r.data:
                 b.records[mode] = r.data["measure"]
@@ -240,7 +245,7 @@ class Measurer:
             cap = 4 * sum(int(t.numel() * t.element_size()) for o in b.check_outputs.values() for t in o
                           if hasattr(t, "element_size")) + (1 << 20)
             res = self.s.pooled_worker(job, files, limits, env, d, bdir, "measure", lock=self._device_lock,
-                                       feeder=_clock(d, cap))
+                                       feeder=_clock(d, cap, b.check_seeds))
             return self._read(b, res, res.outdir or d, t0)
         finally:
             remove_tree(d)   # its outputs
@@ -275,8 +280,9 @@ class Measurer:
             except Exception as e:  # noqa: BLE001 - the candidate's process wrote it
                 bad.append(f"set {c['set']}: output unreadable ({type(e).__name__})")
                 continue
-            # a check runs on set k exactly (no perturbation): its inputs read integer outputs
-            # as indices (top-k over tied values picks either)
+            # a check runs on set k perturbed with the problem's check seed for k, as the
+            # reference's did; set k's own values read integer outputs as indices (top-k over
+            # tied values picks either)
             cmp = compare_loose(got, b.check_outputs[c["set"]], inputs=functools.partial(pool_set, c["set"]),
                                 dtype=b.dtype)
             if not cmp.ok:
@@ -308,14 +314,15 @@ class Measurer:
         return out
 
 
-def _clock(d: Path, cap: int):
+def _clock(d: Path, cap: int, check_seeds: dict | None = None):
     """A measurement worker's channel (dynamic.feeder): no plan, its timed loops ticked on the
-    auditor's clock, its check outputs committed beside `d` within `cap` bytes."""
+    auditor's clock, its checks' perturbation seeds handed over at their ticks, its check outputs
+    committed beside `d` within `cap` bytes."""
     from hackscan.dynamic import feeder as feeding
 
     if not feeding.available():
         return None
-    return feeding.Feeder([], {}, Path(f"{d}-outs"), cap)
+    return feeding.Feeder([], {}, Path(f"{d}-outs"), cap, check_seeds=check_seeds)
 
 
 # a candidate's timing is not counted where the auditor's clock says its iterations took more than

@@ -118,13 +118,19 @@ class Channel:
         if msg.get("k") != "ok":
             raise ChannelClosed(f"the auditor refused the step's records: {msg.get('why', '')}"[:300])
 
-    def tick(self, loop: str, i: int, kind: str) -> None:
+    def tick(self, loop: str, i: int, kind: str, set_index: int | None = None) -> int | None:
         """The start of a timed loop's iteration (or its end: kind "end"), stamped by the
         auditor's clock when it arrives; the loop goes on once the auditor has answered, so the
-        auditor's windows between ticks hold all the work of each iteration."""
-        msg, _ = self._ask({"k": "tick", "loop": loop, "i": i, "kind": kind})
+        auditor's windows between ticks hold all the work of each iteration. A check's answer
+        carries the seed of its input set's perturbation, where the auditor gives one."""
+        ask = {"k": "tick", "loop": loop, "i": i, "kind": kind}
+        if set_index is not None:
+            ask["set"] = int(set_index)
+        msg, _ = self._ask(ask)
         if msg.get("k") != "go":
             raise ChannelClosed("the auditor refused a tick")
+        seed = msg.get("seed")
+        return int(seed) if isinstance(seed, int) else None
 
     def event(self, what: str) -> None:
         """Evidence seen in this process (an audit hook's event), sent at once."""

@@ -196,9 +196,15 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
     gen = torch.Generator(device=device)
     gen.manual_seed(int.from_bytes(os.urandom(7), "little"))  # drawn here, after the import
 
-    def refill(k, noise):
-        # every input kind follows set k (its scalars too: a check compares with set k's reference)
+    def refill(k, noise, seed=None):
+        # every input kind follows set k (its scalars too: a check compares with set k's reference);
+        # a check's perturbation is drawn from the auditor's seed for set k (the reference's
+        # check drew the same), a timed call's from this worker's own generator
         nonlocal work
+        g = gen
+        if seed is not None:
+            g = torch.Generator(device=device)
+            g.manual_seed(int(seed))
         try:
             work = _refill(torch, work, pool[k])
         except RefillMismatch:
@@ -210,12 +216,12 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
                 # fp32 and rounded back
                 narrow = w.element_size() == 1
                 t = w.float() if narrow else w
-                s = 1.0 + (float(torch.rand((), generator=gen, device=device)) - 0.5) * 2 ** -5
+                s = 1.0 + (float(torch.rand((), generator=g, device=device)) - 0.5) * 2 ** -5
                 t.mul_(s)
                 flat = t.view(-1) if t.is_contiguous() else None
                 if flat is not None:
-                    idx = torch.randint(0, flat.numel(), (min(1024, flat.numel()),), generator=gen, device=device)
-                    flat.index_add_(0, idx, torch.rand(idx.shape, generator=gen, device=device, dtype=t.dtype) *
+                    idx = torch.randint(0, flat.numel(), (min(1024, flat.numel()),), generator=g, device=device)
+                    flat.index_add_(0, idx, torch.rand(idx.shape, generator=g, device=device, dtype=t.dtype) *
                                     flat[idx].abs().mean().clamp_min(1e-3) * 2 ** -4)
                 if narrow:
                     w.copy_(t)
@@ -331,11 +337,16 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
         k = n_checks % len(pool) if check else i % len(pool)
         n_checks += check
         last = "check" if check else "repeat" if repeat else "fair"
+        seed = None
         if chan is not None:
-            # the auditor's clock: its windows between ticks bound what each iteration took
-            chan.tick(prefix, i, "check" if check else "repeat" if repeat else "fair")
+            # the auditor's clock: its windows between ticks bound what each iteration took; a
+            # check's answer carries its set's perturbation seed (where the auditor gives one, the
+            # check's inputs are perturbed as a timed call's are, and the reference's check had
+            # the same: nothing tells a check from a timed call)
+            seed = chan.tick(prefix, i, "check" if check else "repeat" if repeat else "fair",
+                             k if check else None)
         if not repeat:
-            refill(k, not check)
+            refill(k, not check or seed is not None, seed if check else None)
         if flush is not None:
             flush.zero_()
         sync()

@@ -363,27 +363,8 @@ def test_records_larger_than_a_datagram_travel_in_a_memfd(served):
 
 # -- ghost replay and forced failure: calls of the main run, nothing rewritten -------------------
 
-HONEST_TRITON = '''
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        y = torch.empty_like(x)
-        n = x.numel()
-        relu_kernel[(triton.cdiv(n, 4096),)](x, y, n, BLOCK=4096)
-        return y
-'''
+# an honest Triton ReLU of the corpus: a fresh output, every element written by the kernel
+HONEST_TRITON = (ROOT / "corpus" / "synthetic" / "legit" / "triton_relu.py").read_text()
 
 
 def test_the_altered_calls_are_the_main_runs_own_and_tell_a_decoy_from_a_kernel(tmp_path):

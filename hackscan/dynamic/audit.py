@@ -91,6 +91,11 @@ PROFILE_BESIDE_BYTES = 1 << 30
 MEASURE_IN_FLIGHT = 3
 
 
+# the reference's last draws of the problem's generator: inputs no candidate call but ghost
+# replay's gets (hackscan.dynamic.probes.ghost_replay)
+LATE_DRAWS = ("visible3", "visible4")
+
+
 @dataclass
 class DynamicOptions:
     mode: str = "auto"          # auto | all
@@ -299,15 +304,16 @@ class DynamicSession:
         d = self.work / f"ref-{key}"
         # visible3/visible4: two more draws of the problem's own generator, for ghost replay's
         # calls alone (inputs no earlier call had: an output buffer then holds nothing the kernel
-        # writes again unchanged, which its poisoning could not see)
-        sets = ["visible", "visible2", "visible3", "visible4", *VARIANTS, "other_shape"]
+        # writes again unchanged, which its poisoning could not see), drawn after the hidden sets
+        sets = ["visible", "visible2", *VARIANTS, *LATE_DRAWS, "other_shape"]
         job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
                "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
                "cast_dtype": self.opts.dtype,
                # the secret draws' seeds are the problem's own (derived with its key): a worker of
                # another problem that could read this job (the basic engine hides no folder)
                # learns nothing of the sets its own problem is checked on
-               "visible_seeds": {v: self.derive(f"{v}:{key}") for v in ("visible", "visible2", "visible3", "visible4")},
+               "visible_seeds": {"visible": self.derive(f"visible:{key}"), "visible2": self.derive(f"visible2:{key}")},
+               "late_seeds": {v: self.derive(f"{v}:{key}") for v in LATE_DRAWS},
                "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self.derive(f"variants:{key}"),
                "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
                "prepare_threads": prepare_threads(),
@@ -1116,19 +1122,17 @@ class DynamicSession:
         forced failure's refused launches; the probes' `kernels` steps) after every plain call and
         before the reloaded parameters, each with a seed of its own, where the candidate has
         kernels or an extension of its own to alter (else without them); and the set whose
-        reference applies to each (its own, or the visible one where the reference has none)."""
+        reference applies to each."""
         facts = parsed[1] if parsed else None
         own = bool(facts is not None and facts.py is not None and (facts.py.triton_kernels or facts.py.extensions))
         plain = [s for s in plan if not s.get("kernels")]
         if not own:
             return plain, {}
-        moved = []
-        for s in plan:
-            if s.get("kernels"):
-                s = dict(s, kernels_seed=self.derive(f"kernels:{s['call']}"))
-                if s["set"] not in ref.outputs or s["set"] in ref.skipped:
-                    s["set"] = "visible"
-                moved.append(s)
+        # a call whose fresh draw the reference could not keep (no disk for it) is not made:
+        # on inputs an earlier call had, a reused output buffer already holds what the kernel
+        # writes again, and poisoning cannot see such writes
+        moved = [dict(s, kernels_seed=self.derive(f"kernels:{s['call']}")) for s in plan
+                 if s.get("kernels") and s["set"] in ref.outputs and s["set"] not in ref.skipped]
         cut = next((i for i, s in enumerate(plain) if s.get("op") == "load_params"), len(plain))
         return plain[:cut] + moved + plain[cut:], {(s["slot"], s["call"]): s["set"] for s in moved}
 

@@ -189,7 +189,7 @@ class Pool:
 
     Workers are started by one thread of the pool's own that lives as long as the pool:
     bubblewrap's --die-with-parent kills a worker when the *thread* that started it ends, and
-    audits take workers from short-lived threads (the rewritten runs' executors)."""
+    audits take workers from short-lived threads (a profiled call's executor beside the main run)."""
 
     def __init__(self, size: int, root: Path, limits: Limits, device: str, env: dict[str, str],
                  profile: bool = True):

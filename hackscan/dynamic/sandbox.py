@@ -291,6 +291,7 @@ class Watch:
         # PID namespace of its own (runner._monitor_or_init); it is left out only where that
         # child is seen in another namespace, so a worker without one is always judged
         self.monitor = monitor
+        self._monitor_seen = False
         self.writable = [w.rstrip("/") for w in writable]
         self.hide_root = hide_root
         self.launcher = b"\0".join(os.fsencode(a) for a in launcher) + b"\0" if launcher else None
@@ -310,9 +311,13 @@ class Watch:
             todo.extend(kids.get(p, []))
         if self.hide_root:
             tree = tree[1:]
-        elif self.monitor and len(tree) > 1:
+        elif self.monitor:
             root_ns = _ns(self.root, "pid")
             if root_ns is not None and any(_ns(c, "pid") not in (None, root_ns) for c in kids.get(self.root, [])):
+                self._monitor_seen = True
+            if self._monitor_seen:
+                # once seen as the monitor of a worker in its own namespace, it stays one (in the
+                # moment between the worker's end and its own it has no child left)
                 tree = tree[1:]
         seen = 0
         for pid in tree:

@@ -69,19 +69,30 @@ def _tensors(torch, obj, out: list, depth: int = 0) -> list:
 
 def _far(torch, t, mask, rng) -> None:
     """Overwrite t's elements under mask with values of random sign far from any answer (a
-    thousand times the tensor's largest finite magnitude, within the dtype's range): finite, so
-    that a kernel's own guard against NaN does not turn a poisoned write into a recomputation.
-    Integer and boolean elements become zero (False): an index, an offset or a count that a later
-    launch still reads within bounds."""
+    thousand times the tensor's largest magnitude, within the dtype's range): finite, so that a
+    kernel's own guard against NaN does not turn a poisoned write into a recomputation. Integer
+    and boolean elements become zero (False): an index, an offset or a count that a later launch
+    still reads within bounds. In place, on the tensor's device, a byte per element beside it."""
     if not t.is_floating_point():
-        t[mask] = 0
+        t.masked_fill_(mask, 0)
         return
-    finite = t[torch.isfinite(t)]
-    top = float(finite.abs().max()) if finite.numel() else 1.0
+    if t.element_size() == 1:
+        # fp8 has no arithmetic kernels: poisoned in fp32 and rounded back
+        wide = t.float()
+        _far(torch, wide, mask, rng)
+        t.copy_(wide.to(t.dtype))
+        return
+    top = float(t.detach().abs().amax()) if t.numel() else 1.0   # inf or NaN: the dtype's bound below
     big = min(torch.finfo(t.dtype).max / 16, 1e3 * (1.0 + top))
-    g = torch.Generator().manual_seed(rng.randrange(1 << 62))
-    sign = torch.randint(0, 2, (int(mask.sum()),), generator=g).to(t.device) * 2 - 1
-    t[mask] = (sign * big).to(t.dtype)
+    coin = torch.randint(0, 2, t.shape, dtype=torch.uint8, device=t.device, generator=_generator(torch, t, rng))
+    t.masked_fill_(mask, big)
+    t.masked_fill_(mask & coin.bool(), -big)
+
+
+def _generator(torch, t, rng):
+    g = torch.Generator(device=t.device)
+    g.manual_seed(rng.randrange(1 << 62))
+    return g
 
 
 def _altered(fn, a, k):
@@ -113,10 +124,21 @@ def _altered(fn, a, k):
     for t, b in zip(args, before):
         if b is None:
             continue
-        with torch.no_grad():
-            changed = ~((t == b) | (torch.isnan(t) & torch.isnan(b)))
-        targets.append((t, changed))
         seen.add(t.untyped_storage().data_ptr())
+        try:
+            with torch.no_grad():
+                if t.is_floating_point() and t.element_size() == 1:
+                    # fp8 has no comparison kernels: its bytes are compared
+                    changed = t.view(torch.uint8) != b.view(torch.uint8)
+                else:
+                    changed = t != b
+                    if t.is_floating_point():
+                        changed &= ~(torch.isnan(t) & torch.isnan(b))
+        except Exception:  # noqa: BLE001 - a dtype without comparisons (fp8): not poisoned
+            continue
+        del b
+        targets.append((t, changed))
+    before.clear()
     for t in _tensors(torch, out, []):
         # what an extension returns, made in the call: every element is its work
         if not t.is_complex() and t.untyped_storage().data_ptr() not in seen:
@@ -127,8 +149,9 @@ def _altered(fn, a, k):
         if not n:
             continue
         if mode == "poison_some":
-            g = torch.Generator().manual_seed(rng.randrange(1 << 62))
-            pick = (torch.rand(changed.shape, generator=g) < SOME).to(changed.device) & changed
+            draw = torch.randint(0, round(1 / SOME), changed.shape, dtype=torch.uint8, device=changed.device,
+                                 generator=_generator(torch, changed, rng))
+            pick = (draw == 0) & changed
             if not bool(pick.any()):
                 # at least one element of every changed tensor
                 flat = changed.reshape(-1).nonzero().reshape(-1)

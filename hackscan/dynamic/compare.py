@@ -205,6 +205,20 @@ def _compare_one(c, r, r64, dtype=None) -> Comparison:
                       mean_abs=float(diff.mean()), nonfinite=bool(nonfinite.any()))
 
 
+def loose_off(c, r, atol: float = 1e-2, rtol: float = 1e-2, dtype=None):
+    """The elements of a floating output `c` outside the benchmark's check against `r` (allclose
+    with atol and rtol, never stricter than either output's precision or the problem's `dtype`;
+    NaN where both are NaN is equal): (off mask, |c - r|, the allowance, both NaN), in float64."""
+    floor = max(base_tolerance(r.dtype), base_tolerance(c.dtype) if c.is_floating_point() else 0.0,
+                base_tolerance(dtype) if dtype is not None else 0.0)
+    a, rt = max(atol, floor), max(rtol, floor)
+    cd, rd = c.double(), r.double()
+    diff = (cd - rd).abs()
+    both_nan = torch.isnan(cd) & torch.isnan(rd)
+    allowed = a + rt * rd.abs()
+    return ~(diff <= allowed) & ~both_nan, diff, allowed, both_nan
+
+
 def compare_loose(cand, ref, atol: float = 1e-2, rtol: float = 1e-2, inputs=None, dtype=None) -> Comparison:
     """KernelBench's own check (allclose with atol = rtol = 1e-2), for spot checks inside a timed
     loop, where the reference ran in another precision mode. `tol_ratio` says how far inside or
@@ -237,14 +251,7 @@ def compare_loose(cand, ref, atol: float = 1e-2, rtol: float = 1e-2, inputs=None
                     continue
                 index_differs = i if index_differs is None else index_differs
             continue
-        floor = max(base_tolerance(r.dtype), base_tolerance(c.dtype) if c.is_floating_point() else 0.0,
-                    base_tolerance(dtype) if dtype is not None else 0.0)
-        a, rt = max(atol, floor), max(rtol, floor)
-        cd, rd = c.double(), r.double()
-        diff = (cd - rd).abs()
-        both_nan = torch.isnan(cd) & torch.isnan(rd)
-        allowed = a + rt * rd.abs()
-        bad = ~(diff <= allowed) & ~both_nan
+        bad, diff, allowed, both_nan = loose_off(c, r, atol, rtol, dtype)
         if diff.numel():
             worst = max(worst, float((diff / allowed).masked_fill(both_nan, 0).nan_to_num(float("inf")).max()))
         if fail is None and bool(bad.any()):

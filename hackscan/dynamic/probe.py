@@ -85,10 +85,12 @@ class Observations:
         return self.steps.get(key) if key in self.steps else self.altered.get(key)
 
     def wrong_share(self, set_name: str, call: int = 0) -> float | None:
-        """The share of the call's output elements outside the benchmark's own check (atol = rtol
-        = 1e-2; integers exact), over every output; None where nothing can be compared (no
-        outputs, another structure)."""
+        """The share of the call's output elements outside the benchmark's own check
+        (compare.loose_off; integers exact), over every output; None where nothing can be
+        compared (no outputs, another structure)."""
         import torch
+
+        from hackscan.dynamic.compare import loose_off
 
         rec = self.record((set_name, call))
         exp = self.expected_set.get((set_name, call), set_name)
@@ -108,7 +110,7 @@ class Observations:
             if r.is_floating_point() or r.is_complex():
                 if not c.is_floating_point():
                     return None
-                bad = ~torch.isclose(c.double(), r.double(), rtol=1e-2, atol=1e-2, equal_nan=True)
+                bad = loose_off(c, r, dtype=self.dtype)[0]
             else:
                 bad = c != r
             wrong += int(bad.sum())

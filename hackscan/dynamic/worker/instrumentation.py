@@ -41,10 +41,12 @@ REFUSED = "custom kernel launch refused for this call"
 
 class kernel_mode:
     """Within the block, launches of the candidate's own kernels (Triton's `run`, calls into an
-    extension module) are altered as `mode` says; `seed` draws the poisoned share."""
+    extension module) are altered as `mode` says; `seed` draws the poisoned share. Where a mode is
+    set, what it did goes into `record["kernels"]` as the block ends, raising or not: launches
+    altered, elements poisoned, and launches whose writes no argument names."""
 
-    def __init__(self, mode, seed=0):
-        self.mode, self.seed = mode, seed
+    def __init__(self, mode, seed=0, record: dict | None = None):
+        self.mode, self.seed, self.record = mode, seed, record
 
     def __enter__(self):
         KERNELS.update(mode=self.mode, rng=random.Random(self.seed), poisoned=0, altered=0, unseen=0)
@@ -52,6 +54,8 @@ class kernel_mode:
 
     def __exit__(self, *exc):
         KERNELS["mode"] = None
+        if self.mode and self.record is not None:
+            self.record["kernels"] = {k: KERNELS[k] for k in ("altered", "poisoned", "unseen")}
         return False
 
 
@@ -168,7 +172,10 @@ def _altered(fn, a, k):
     return out
 
 
-def _named(name: str) -> None:
+def _launched(name) -> None:
+    """One completed top-level launch, of the kernel (or extension function) `name`."""
+    _LAUNCHES[0] += 1
+    name = str(name)[:80]
     if len(NAMES) < 256 or name in NAMES:
         NAMES[name] = NAMES.get(name, 0) + 1
 
@@ -182,15 +189,7 @@ def _counted(fn, *a, **k):
         if KERNELS["mode"] != "refuse":   # a launch the auditor refused did not fail of itself
             _failed(e)
         raise
-    _LAUNCHES[0] += 1
-    _named(str(getattr(fn, "__name__", "?"))[:80])
-    return out
-
-
-def _plain_count(fn, *a, **k):
-    out = fn(*a, **k)
-    _LAUNCHES[0] += 1
-    _named(str(getattr(fn, "__name__", "?"))[:80])
+    _launched(getattr(fn, "__name__", "?"))
     return out
 
 
@@ -214,8 +213,7 @@ def _counting_run(orig):
         finally:
             _DEPTH.n = depth
         if top:
-            _LAUNCHES[0] += 1
-            _named(str(getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?"))[:80])
+            _launched(getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?"))
         return out
     return run
 
@@ -263,7 +261,9 @@ def _count_graph_replays(torch) -> None:
                 # a replay writes buffers captured earlier, named by no argument: its work cannot
                 # be poisoned, and a call that replays one proves nothing about its writes
                 KERNELS["unseen"] += 1
-                return _plain_count(__orig, self, *a, **k)
+                out = __orig(self, *a, **k)
+                _launched(getattr(__orig, "__name__", "?"))
+                return out
             return _counted(__orig, self, *a, **k)
 
         try:

@@ -346,7 +346,7 @@ def _measure(torch, model, job, jobdir, result, clock) -> None:
             seed = chan.tick(prefix, i, "check" if check else "repeat" if repeat else "fair",
                              k if check else None)
         if not repeat:
-            refill(k, not check or seed is not None, seed if check else None)
+            refill(k, not check or seed is not None, seed)
         if flush is not None:
             flush.zero_()
         sync()

@@ -6,7 +6,7 @@ import time
 
 from .common import (RefillMismatch, _call, _changed_since, _infile, _leaves, _outputs_list, _plain, _refill, _same_bits,
                      _snapshot, _to_device, _tree_map)
-from .instrumentation import _FAILED, _LAST_FAILURE, _LAUNCHES, KERNELS, NAMES, kernel_mode
+from .instrumentation import _FAILED, _LAST_FAILURE, _LAUNCHES, NAMES, kernel_mode
 from .measurement import _timed_forward
 from .models import _load_params
 from .profiler import _profiled_forward
@@ -143,7 +143,7 @@ def step_call(run: Run, step: dict) -> None:
         t0 = time.perf_counter()
         # ghost replay and forced failure: this one call's launches of the candidate's own kernels
         # poisoned or refused (instrumentation.KERNELS); nothing else about the call differs
-        altered = kernel_mode(step.get("kernels"), step.get("kernels_seed", 0))
+        altered = kernel_mode(step.get("kernels"), step.get("kernels_seed", 0), rec)
         try:
             with altered:
                 out, detail = call_model(torch, model, inputs, device, step)
@@ -157,16 +157,11 @@ def step_call(run: Run, step: dict) -> None:
                 rec["changed_after_return"] = _changed_since(torch, at_return, out)
         except BaseException as e:
             rec["error"] = f"{type(e).__name__}: {e}"[:1000]
-            if step.get("kernels"):
-                rec["kernels"] = {"altered": KERNELS["altered"], "poisoned": KERNELS["poisoned"], "unseen": KERNELS["unseen"]}
             result["steps"].append(rec)
             if isinstance(e, (SystemExit, KeyboardInterrupt)):
                 raise
             continue
         rec["seconds"] = time.perf_counter() - t0
-        if step.get("kernels"):
-            # launches altered, elements poisoned, and launches whose writes no argument names
-            rec["kernels"] = {"altered": KERNELS["altered"], "poisoned": KERNELS["poisoned"], "unseen": KERNELS["unseen"]}
         # launches that returned (a launch that raised ran nothing of its own); those that raised
         # while forward still returned: its custom path failed and something else computed
         rec["custom_launches"] = _LAUNCHES[0] - launches0

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from hackscan.api import scan_item  # noqa: E402
-from hackscan.dynamic.audit import DynamicOptions, DynamicSession, device_memory_budget  # noqa: E402
+from hackscan.dynamic.audit import DynamicOptions, DynamicSession  # noqa: E402
 from hackscan.engine import Options  # noqa: E402
 from hackscan.inputs.discover import Item  # noqa: E402
 
@@ -465,11 +465,18 @@ def test_parameters_initialised_by_the_candidate_itself_stay_perturbed(session, 
     assert ref.perturbed_shapes == [[40, 96], [40]]
 
 
-def test_memory_budget_follows_the_machine():
-    with open("/proc/meminfo") as fh:
-        avail = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
-    b = device_memory_budget("cpu")
-    assert 0 < b <= avail
+def test_memory_budget_is_the_machines_capacity_not_what_is_free_now():
+    """A problem's budget is what the machine has (half the host's memory on a CPU run), fixed:
+    audits running beside it no longer shrink it; the user's option replaces it."""
+    from hackscan.dynamic.budgets import memory_capacity
+
+    phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert memory_capacity("cpu") == phys // 2
+    s = DynamicSession(DynamicOptions(device="cpu"))
+    try:
+        assert s.memory_budget() == phys // 2
+    finally:
+        s.close()
     s = DynamicSession(DynamicOptions(device="cpu", memory_budget_bytes=123 << 20))
     try:
         assert s.memory_budget() == 123 << 20

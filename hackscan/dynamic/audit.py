@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import hashlib
 import os
 import random
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from hackscan.dynamic.budgets import Budgets, NeverFits, WaitedTooLong, memory_need, refused_for_memory
 from hackscan.dynamic.gpugate import gpu_turn, ran_out_of_gpu_memory
 from hackscan.dynamic.probe import (ALL_PROBES, HACK_EVIDENCE_SETS, VARIANTS, Observations, Outcome, Probe, RunFacts,
                                     load_probes, probe_catalogue)
@@ -218,9 +218,10 @@ class DynamicSession:
         self._slot = threading.local()
         self._slots = None
         self._adapted: dict = {}   # (candidate, reference) -> the pair as audited (GPU MODE adapted)
-        self._budget: int | None = None
-        self._promised: dict[int, int] = {}   # disk bytes promised to running workers
-        self._promise_ids = itertools.count()
+        # disk and memory claimed on the machine-wide ledger (every hackscan process on it); a
+        # claim waits at most as long as the longest worker (a reference's) can hold one
+        self.budgets = Budgets(self.work, opts.device, memory_bytes=opts.memory_budget_bytes,
+                               disk_bytes=opts.disk_budget_bytes, wait_s=3 * opts.timeout_s + 60)
         self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
         self._pools: dict = {}          # (kind, GPU) -> hackscan.dynamic.pool.Pool, made at its first job
         self._pool_lock = threading.Lock()
@@ -329,24 +330,7 @@ class DynamicSession:
         # more models): three times a candidate's time
         limits = self.worker_limits()
         limits.timeout_s = limits.timeout_s * 3
-        with self.disk_budget(3) as disk:
-            job["disk_budget_bytes"] = disk
-            job["disk_budget_hard"] = bool(self.opts.disk_budget_bytes)
-            rerun = None
-            res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits, self.opts.device,
-                                                        self.worker_env(), jobdir=d),
-                                     before_rerun=lambda: remove_tree(d))
-            if killed_from_outside(res):
-                # SIGKILL that no timeout of ours sent: the kernel's out-of-memory killer, most
-                # likely, with other audits beside it. Once more, one such rerun on the machine
-                # at a time, holding only the input set in use
-                with host_memory_turn():
-                    remove_tree(d)
-                    job["host_cache_bytes"] = 0
-                    first = res.error
-                    res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits,
-                                                                self.opts.device, self.worker_env(), jobdir=d))
-                    rerun = f"run again, one at a time, after the first run was {first.removeprefix('worker ')}"
+        res, rerun = self._reference_worker(job, ref_path, key, d, limits)
         # what candidates read goes into one folder, bound read-only into their sandboxes: a
         # full-size problem's input sets are on disk once, however many candidates read them
         shared = d / "shared"
@@ -370,6 +354,8 @@ class DynamicSession:
                            set_files=set_files)
         run.other_shape = res.data.get("other_shape", {})
         run.rerun = rerun
+        # the machine could not hold it (or gave no room in time): the audit failed, not the problem
+        run.resource_error = bool(res.data.get("resource"))
         run.params = res.data.get("params_reinitialised", 0)
         run.prepare_s = round(res.data.get("prepare_s", 0.0), 3)
         run.perturbed_shapes = res.data.get("perturbed_shapes", [])
@@ -430,6 +416,51 @@ class DynamicSession:
         for f in [*d.glob("out_*"), d / "job.json"]:
             f.unlink(missing_ok=True)
         return run
+
+    def _reference_worker(self, job: dict, ref_path: Path, key: str, d: Path, limits: Limits):
+        """The reference's worker, holding its claims on the machine's ledger: its problem's
+        working set in the device's memory (known from an earlier run, or a sixteenth of the
+        machine's until known) and a third of the free disk. A reference whose working set is
+        larger than its claim stops before drawing anything and says how large; it is run again
+        once that much is free (its wait recorded), and fails only where the machine could never
+        hold it (the error names the memory and both sizes). Returns the result and what was
+        run again, if anything."""
+        visible = self.worker_env().get("CUDA_VISIBLE_DEVICES")
+        what = f"the reference run of problem {key}"
+        need, rerun = self.budgets.first_claim(key), None
+        for attempt in range(2):
+            try:
+                with self.budgets.memory(need, what, visible), self.disk_budget(3, what=what) as disk:
+                    job.update(memory_budget_bytes=need, disk_budget_bytes=disk,
+                               disk_budget_hard=bool(self.opts.disk_budget_bytes))
+                    res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits, self.opts.device,
+                                                                self.worker_env(), jobdir=d),
+                                             before_rerun=lambda: remove_tree(d))
+                    if killed_from_outside(res):
+                        # SIGKILL that no timeout of ours sent: the kernel's out-of-memory killer, most
+                        # likely, with other audits beside it. Once more, one such rerun on the machine
+                        # at a time, holding only the input set in use
+                        with host_memory_turn() as waited:
+                            self.budgets.note({"turn": "host-memory rerun", "waited_s": round(waited(), 3)})
+                            remove_tree(d)
+                            job["host_cache_bytes"] = 0
+                            first = res.error
+                            res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits,
+                                                                        self.opts.device, self.worker_env(), jobdir=d))
+                            rerun = f"run again, one at a time, after the first run was {first.removeprefix('worker ')}"
+            except (NeverFits, WaitedTooLong) as e:
+                return WorkerResult(False, str(e)[:500], {"resource": True}, d, 0.0, None), rerun
+            took = refused_for_memory(res.error)
+            self.budgets.learn(key, took if took is not None else res.data.get("input_bytes"))
+            if took is None or attempt or memory_need(took) <= need or self.opts.memory_budget_bytes:
+                return res, rerun
+            # larger than its first claim: once more, claiming what it said it needs
+            rerun = (f"run again claiming {memory_need(took):,} bytes of memory, its inputs' {took:,} bytes "
+                     f"x the working-set factor (its first claim, {need:,} bytes, was too small)")
+            need = memory_need(took)
+            remove_tree(d)
+            d.mkdir(parents=True, exist_ok=True)
+        return res, rerun
 
     def _build_beside(self, cand_path: Path):
         """A future of the candidate's extension build (seconds, -1.0 where it failed), started
@@ -605,42 +636,25 @@ class DynamicSession:
         return int.from_bytes(hashlib.sha256(f"{self.seed}:{what}".encode()).digest()[:4], "little") & 0x7FFFFFFF
 
     def memory_budget(self) -> int:
-        """Bytes a problem's working set may take: the option where given, else most of the
-        device's free memory (host memory for CPU runs), read once per session."""
-        if self.opts.memory_budget_bytes:
-            return int(self.opts.memory_budget_bytes)
-        if self._budget is None:
-            self._budget = device_memory_budget(self.opts.device)
-        return self._budget
+        """Bytes a problem's working set may ever take on this machine: the option where given,
+        else the machine's capacity (budgets.memory_capacity: fixed, never what audits beside
+        this one left free); how much of it a run holds is claimed on the ledger."""
+        return self.budgets.capacity()
 
     @contextlib.contextmanager
-    def disk_budget(self, share: int = 8, need: int | None = None):
-        """Bytes one worker may write (its input sets, its outputs), promised for as long as it
-        runs: 1/share of the disk under the session's folder that is free and not already
-        promised to a running worker (a reference, which writes every input set of its problem,
-        gets a third; a candidate an eighth), at least 1 GiB. Several full-size problems audited
-        at once then cannot fill the disk between them; each worker also keeps a floor free
-        (worker._disk_guard), and a set or output over its budget is skipped with the reason.
-        `need`: what the worker can write at most (a candidate: its outputs on every planned
-        call), promised instead where it is less, so that the disk a candidate never writes
-        stays free for the references beside it."""
-        with self._lock:
-            try:
-                free = shutil.disk_usage(self.work).free
-            except OSError:
-                free = share * (8 << 30)
-            n = max(1 << 30, (free - sum(self._promised.values())) // share)
-            if need is not None:
-                n = min(n, max(0, int(need)) + (512 << 20))
-            if self.opts.disk_budget_bytes:
-                n = int(self.opts.disk_budget_bytes)
-            key = next(self._promise_ids)
-            self._promised[key] = n
-        try:
+    def disk_budget(self, share: int = 8, need: int | None = None, what: str = "a worker"):
+        """Bytes one worker may write (its input sets, its outputs), promised on the machine-wide
+        ledger for as long as it runs (budgets.Budgets.disk): 1/share of the disk that is free
+        and not promised to a running worker of any hackscan process (a reference, which writes
+        every input set of its problem, gets a third; a candidate an eighth), at least 1 GiB,
+        waiting for room where less is left. Several full-size problems audited at once, in one
+        process or many, then cannot fill the disk between them; each worker also keeps a floor
+        free (worker._disk_guard), and a set or output over its budget is skipped with the
+        reason. `need`: what the worker can write at most (a candidate: its outputs on every
+        planned call), promised instead where it is less, so that the disk a candidate never
+        writes stays free for the references beside it."""
+        with self.budgets.disk(share, need, what) as n:
             yield n
-        finally:
-            with self._lock:
-                self._promised.pop(key, None)
 
     def worker_limits(self, output_bytes: int | None = None) -> Limits:
         """A worker's limits. Outputs of a full-size problem go through files: the largest file a
@@ -660,11 +674,14 @@ class DynamicSession:
         more, alone on it (gpugate), where it ran out of the GPU's memory beside them. The
         rerun's result says so in its events."""
         visible = self.worker_env().get("CUDA_VISIBLE_DEVICES")
-        with gpu_turn(self.opts.device, visible=visible):
+        with gpu_turn(self.opts.device, visible=visible) as waited:
+            if self.opts.device == "cuda":
+                self.budgets.note({"turn": "gpu shared", "waited_s": round(waited(), 3)})
             res = run()
         if self.opts.device == "cuda" and ran_out_of_gpu_memory(res):
             first = (res.error or "a call ran out of GPU memory")[:160]
-            with gpu_turn(self.opts.device, alone=True, visible=visible):
+            with gpu_turn(self.opts.device, alone=True, visible=visible) as waited:
+                self.budgets.note({"turn": "gpu alone", "waited_s": round(waited(), 3)})
                 if before_rerun is not None:
                     before_rerun()
                 res = run()
@@ -705,10 +722,17 @@ class DynamicSession:
         self._slot.dirs = []
         self._slot.refs = []
         self._slot.key = str(cand_path)
+        self.budgets.reset_waits()
         try:
             out = self._audit(result, cand_path, ref_path)
         except Exception as e:  # noqa: BLE001 - the audited code's files may be anything
             out = failed(result, f"dynamic audit failed: {type(e).__name__}: {e}")
+        # the machine's turns this audit took (disk, memory, the GPU), each with how long it
+        # waited for it: audits side by side say what held them up
+        if isinstance(out.dynamic, dict) and self.budgets.waits():
+            waits = list(self.budgets.waits())
+            out = replace(out, dynamic={**out.dynamic, "waits": waits,
+                                        "waited_s": round(sum(w.get("waited_s", 0.0) for w in waits), 3)})
         try:
             self._cleanup(cand_path)
         except Exception as e:  # noqa: BLE001 - a folder the candidate left may be anything
@@ -779,6 +803,8 @@ class DynamicSession:
                 build_s = round(build_f.result(), 3)
             except Exception:  # noqa: BLE001 - the candidate's own worker builds again and says why
                 build_s = -1.0
+        if not ref.ok and getattr(ref, "resource_error", False):
+            return failed(result, f"dynamic audit failed: {ref.error}")
         if not ref.ok:
             return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
                                 {"status": "inconclusive", "reason": f"reference: {ref.error}"})
@@ -861,7 +887,9 @@ class DynamicSession:
         t_run = time.perf_counter()
         self._stage("candidate worker")
         calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
-        with self.disk_budget(8, need=sum(out_bytes) * calls) as disk:
+        with self.budgets.memory(min(self.memory_budget(), self.budgets.known_need(self.ref_key(ref_path)) or 0),
+                                 f"the candidate {cand_path.name}", self.worker_env().get("CUDA_VISIBLE_DEVICES")), \
+                self.disk_budget(8, need=sum(out_bytes) * calls, what=f"the candidate {cand_path.name}") as disk:
             res = self.run_on_device(lambda: self.pooled_worker(
                 dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
                 files, limits, env, d, bdir, feeder=self._feeder(job["plan"], ref, d, f"{cand_path}:main")))
@@ -1572,10 +1600,12 @@ def host_memory_turn():
     import fcntl
 
     path = Path(tempfile.gettempdir()) / "hackscan-host-memory.lock"
+    t0 = time.monotonic()
     with open(path, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
+        waited = time.monotonic() - t0
         try:
-            yield
+            yield lambda: waited
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -1586,22 +1616,6 @@ def _host_memory_bytes() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return 16 << 30
-
-
-def device_memory_budget(device: str) -> int:
-    """Most of what is free now: 90% of the GPU's free memory (CUDA), or half of the host's
-    available memory (CPU); 8 GiB where neither can be read."""
-    try:
-        if device == "cuda" and torch.cuda.is_available():
-            free, _ = torch.cuda.mem_get_info()
-            return int(free * 0.9)
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024 // 2
-    except Exception:  # noqa: BLE001
-        pass
-    return 8 << 30
 
 
 def conditioning(outputs: dict) -> dict:

@@ -26,18 +26,24 @@ def _paths(visible: str | None) -> tuple[Path, Path]:
 @contextlib.contextmanager
 def gpu_turn(device: str, alone: bool = False, visible: str | None = None):
     """Hold the GPU shared (the default) or alone while a worker runs on it; nothing on a CPU.
-    `visible` names the GPUs the worker sees (its CUDA_VISIBLE_DEVICES), this process's where None."""
+    `visible` names the GPUs the worker sees (its CUDA_VISIBLE_DEVICES), this process's where None.
+    Yields a reader of how long the turn was waited for."""
     if device != "cuda":
-        yield
+        yield lambda: 0.0
         return
+    import time
+
+    t0 = time.monotonic()
+    waited = [0.0]
     turn, main = _paths(visible)
     with open(turn, "a+") as t, open(main, "a+") as m:
         if alone:
             fcntl.flock(t, fcntl.LOCK_EX)    # new sharers wait here from now on
             try:
                 fcntl.flock(m, fcntl.LOCK_EX)
+                waited[0] = time.monotonic() - t0
                 try:
-                    yield
+                    yield lambda: waited[0]
                 finally:
                     fcntl.flock(m, fcntl.LOCK_UN)
             finally:
@@ -46,8 +52,9 @@ def gpu_turn(device: str, alone: bool = False, visible: str | None = None):
             fcntl.flock(t, fcntl.LOCK_EX)    # through the turnstile: none waits to run alone
             fcntl.flock(t, fcntl.LOCK_UN)
             fcntl.flock(m, fcntl.LOCK_SH)
+            waited[0] = time.monotonic() - t0
             try:
-                yield
+                yield lambda: waited[0]
             finally:
                 fcntl.flock(m, fcntl.LOCK_UN)
 

@@ -100,3 +100,75 @@ def test_a_worker_out_of_gpu_memory_runs_again_alone_once():
         assert len(runs) == 1
     finally:
         s.close()
+
+
+OOM = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.18 GiB "
+       "of which 1.50 GiB is free. Including non-PyTorch memory, this process has 6.00 GiB memory in use.")
+
+
+def test_what_a_worker_out_of_gpu_memory_needed_is_read_from_torchs_message():
+    assert gpugate.gpu_memory_in_use(_res(OOM)) == int((8 << 30) * 1.25)
+    assert gpugate.gpu_memory_in_use(_res(steps=[{"set": "visible", "error": OOM}])) == int((8 << 30) * 1.25)
+    assert gpugate.gpu_memory_in_use(_res("OutOfMemoryError: CUDA out of memory")) is None
+
+
+def test_a_worker_that_said_what_it_needs_runs_again_beside_the_others_not_alone(tmp_path, monkeypatch):
+    """Its rerun waits on the machine's ledger only while claims of other audits leave too little
+    room for it, and never holds the GPU alone: a sharer that does not fit beside it is not
+    frozen for the rerun's whole run. The wait is recorded."""
+    from hackscan.dynamic import budgets
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+    from hackscan.dynamic.ledger import Ledger
+
+    monkeypatch.setenv("HACKSCAN_LEDGER", str(tmp_path / "ledger"))
+    monkeypatch.setattr(budgets, "memory_capacity", lambda device: 20 << 30)
+    s = DynamicSession(DynamicOptions(mode="all", device="cuda", seed=1))
+    other = Ledger(tmp_path / "ledger")
+    try:
+        release = threading.Event()
+        holding = threading.Event()
+
+        def neighbour():   # another audit holds 15 GiB of the 20 for a second
+            with other.claim(s.budgets.memory_resource("0"), 15 << 30, room=lambda h: (20 << 30) - h,
+                             most=lambda h: 20 << 30, what="a neighbour", wait_s=30):
+                holding.set()
+                release.wait(1.0)
+        t = threading.Thread(target=neighbour)
+        t.start()
+        holding.wait(5)
+        monkeypatch.setattr(s, "worker_env", lambda: {"CUDA_VISIBLE_DEVICES": "0"})
+        runs = []
+
+        def run():
+            runs.append(1)
+            return _res(OOM) if len(runs) == 1 else _res()
+        res = s.run_on_device(run)
+        t.join(10)
+        assert res.ok and len(runs) == 2
+        assert "beside other audits once 10,737,418,240 bytes" in res.data["events"][-1], res.data["events"]
+        turns = {w["turn"]: w for w in s.budgets.waits()}
+        assert "gpu alone" not in turns
+        assert turns["gpu:0"]["waited_s"] >= 0.5 and turns["gpu:0"]["behind"] == ["a neighbour (16,106,127,360 bytes)"]
+    finally:
+        s.close()
+
+
+def test_a_rerun_that_runs_out_again_beside_the_others_ends_alone(tmp_path, monkeypatch):
+    from hackscan.dynamic import budgets
+    from hackscan.dynamic.audit import DynamicOptions, DynamicSession
+
+    monkeypatch.setenv("HACKSCAN_LEDGER", str(tmp_path / "ledger"))
+    monkeypatch.setattr(budgets, "memory_capacity", lambda device: 20 << 30)
+    s = DynamicSession(DynamicOptions(mode="all", device="cuda", seed=1))
+    try:
+        runs = []
+
+        def run():
+            runs.append(1)
+            return _res(OOM) if len(runs) < 3 else _res()
+        res = s.run_on_device(run)
+        assert res.ok and len(runs) == 3
+        assert "alone on the GPU" in res.data["events"][-1]
+        assert [w["turn"] for w in s.budgets.waits()][-1] == "gpu alone"
+    finally:
+        s.close()

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from hackscan.dynamic.budgets import Budgets, NeverFits, WaitedTooLong, memory_need, refused_for_memory
-from hackscan.dynamic.gpugate import gpu_turn, ran_out_of_gpu_memory
+from hackscan.dynamic.gpugate import gpu_memory_in_use, gpu_turn, ran_out_of_gpu_memory
 from hackscan.dynamic.probe import (ALL_PROBES, HACK_EVIDENCE_SETS, VARIANTS, Observations, Outcome, Probe, RunFacts,
                                     load_probes, probe_catalogue)
 from hackscan.dynamic import check_dtype, sandbox
@@ -670,23 +670,43 @@ class DynamicSession:
                       hide=(str(self.work), str(cache_root())))
 
     def run_on_device(self, run, before_rerun=None):
-        """`run()` (a worker's run) holding this session's GPU shared with other audits; once
-        more, alone on it (gpugate), where it ran out of the GPU's memory beside them. The
-        rerun's result says so in its events."""
+        """`run()` (a worker's run) holding this session's GPU shared with other audits. Where it
+        ran out of the GPU's memory beside them, it runs again, first beside them once the
+        memory it said it had in use (torch's message: this process's memory and the allocation
+        that failed) is free on the machine's ledger, so that only claims that would not fit
+        beside it make it wait; alone on the GPU (gpugate: every audit on this GPU waits) only
+        where that is not known or it ran out again. The rerun's result says so in its events,
+        and each turn's wait is recorded."""
         visible = self.worker_env().get("CUDA_VISIBLE_DEVICES")
         with gpu_turn(self.opts.device, visible=visible) as waited:
             if self.opts.device == "cuda":
                 self.budgets.note({"turn": "gpu shared", "waited_s": round(waited(), 3)})
             res = run()
-        if self.opts.device == "cuda" and ran_out_of_gpu_memory(res):
-            first = (res.error or "a call ran out of GPU memory")[:160]
-            with gpu_turn(self.opts.device, alone=True, visible=visible) as waited:
-                self.budgets.note({"turn": "gpu alone", "waited_s": round(waited(), 3)})
-                if before_rerun is not None:
-                    before_rerun()
-                res = run()
-            res.data.setdefault("events", []).append(
-                f"run again alone on the GPU after running out of its memory beside other audits ({first})")
+        if self.opts.device != "cuda" or not ran_out_of_gpu_memory(res):
+            return res
+        first = (res.error or "a call ran out of GPU memory")[:160]
+        need = gpu_memory_in_use(res)
+        if need is not None:
+            try:
+                with self.budgets.memory(need, "a rerun after running out of GPU memory", visible), \
+                        gpu_turn(self.opts.device, visible=visible):
+                    if before_rerun is not None:
+                        before_rerun()
+                    res = run()
+                res.data.setdefault("events", []).append(
+                    f"run again beside other audits once {need:,} bytes of GPU memory were free on the machine's "
+                    f"ledger, after running out of its memory beside them ({first})")
+                if not ran_out_of_gpu_memory(res):
+                    return res
+            except (NeverFits, WaitedTooLong) as e:
+                res.data.setdefault("events", []).append(f"no room for a rerun beside other audits: {e}"[:300])
+        with gpu_turn(self.opts.device, alone=True, visible=visible) as waited:
+            self.budgets.note({"turn": "gpu alone", "waited_s": round(waited(), 3)})
+            if before_rerun is not None:
+                before_rerun()
+            res = run()
+        res.data.setdefault("events", []).append(
+            f"run again alone on the GPU after running out of its memory beside other audits ({first})")
         return res
 
     def worker_env(self) -> dict[str, str]:
@@ -723,16 +743,19 @@ class DynamicSession:
         self._slot.refs = []
         self._slot.key = str(cand_path)
         self.budgets.reset_waits()
+        t0 = time.perf_counter()
         try:
             out = self._audit(result, cand_path, ref_path)
         except Exception as e:  # noqa: BLE001 - the audited code's files may be anything
             out = failed(result, f"dynamic audit failed: {type(e).__name__}: {e}")
         # the machine's turns this audit took (disk, memory, the GPU), each with how long it
         # waited for it: audits side by side say what held them up
-        if isinstance(out.dynamic, dict) and self.budgets.waits():
+        # (and the audit's own time, its waits included)
+        if isinstance(out.dynamic, dict):
             waits = list(self.budgets.waits())
-            out = replace(out, dynamic={**out.dynamic, "waits": waits,
-                                        "waited_s": round(sum(w.get("waited_s", 0.0) for w in waits), 3)})
+            out = replace(out, dynamic={**out.dynamic, "audit_s": round(time.perf_counter() - t0, 3),
+                                        **({"waits": waits, "waited_s": round(sum(w.get("waited_s", 0.0) for w in waits), 3)}
+                                           if waits else {})})
         try:
             self._cleanup(cand_path)
         except Exception as e:  # noqa: BLE001 - a folder the candidate left may be anything

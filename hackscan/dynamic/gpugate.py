@@ -66,3 +66,20 @@ def ran_out_of_gpu_memory(res) -> bool:
     """Whether a worker's run failed for GPU memory: its error, or a call's."""
     texts = [res.error or ""] + [str(s.get("error", "")) for s in res.data.get("steps", []) if isinstance(s, dict)]
     return any(_OOM.search(t) for t in texts)
+
+
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+_TRIED = re.compile(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
+_IN_USE = re.compile(r"this process has ([\d.]+) (B|KiB|MiB|GiB|TiB) memory in use")
+
+
+def gpu_memory_in_use(res) -> int | None:
+    """What a worker that ran out of GPU memory needed, from PyTorch's message: the memory its
+    process had in use plus the allocation that failed (a quarter more, for what follows it);
+    None where the message does not say both."""
+    for text in [res.error or ""] + [str(s.get("error", "")) for s in res.data.get("steps", []) if isinstance(s, dict)]:
+        tried, used = _TRIED.search(text), _IN_USE.search(text)
+        if tried and used:
+            need = float(tried.group(1)) * _UNITS[tried.group(2)] + float(used.group(1)) * _UNITS[used.group(2)]
+            return int(need * 1.25)
+    return None

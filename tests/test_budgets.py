@@ -288,3 +288,32 @@ def test_a_problem_the_machine_could_never_hold_fails_naming_the_memory_and_size
     assert r.verdict == "violation" and r.dynamic["status"] == "error" and r.evidence == "static", r.dynamic
     reason = r.dynamic["reason"]
     assert "needs 2,097,152 bytes of host memory" in reason and "at most 1,048,576" in reason, reason
+
+
+def test_extension_builds_of_every_process_stay_within_the_cores(tmp_path, monkeypatch):
+    """Two cores per build: on a four-core machine two builds run at once, a third waits for a
+    slot and says so."""
+    from hackscan.dynamic.budgets import Budgets
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    b = Budgets(tmp_path, "cpu", root=tmp_path / "l")
+    inside, peak, lock = [0], [0], threading.Lock()
+    waits = []
+
+    def build(k):
+        with b.build_slot(f"build {k}") as c:
+            with lock:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            time.sleep(0.5)
+            with lock:
+                inside[0] -= 1
+            waits.append(c.waited_s)
+
+    ts = [threading.Thread(target=build, args=(k,)) for k in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    assert peak[0] == 2 and len(waits) == 3
+    assert sorted(waits)[-1] >= 0.3

@@ -220,6 +220,7 @@ class DynamicSession:
         self._adapted: dict = {}   # (candidate, reference) -> the pair as audited (GPU MODE adapted)
         # disk and memory claimed on the machine-wide ledger (every hackscan process on it); a
         # claim waits at most as long as the longest worker (a reference's) can hold one
+        self._build_waits: dict[str, list] = {}    # a build's turn (in its own thread), for its audit's record
         self.budgets = Budgets(self.work, opts.device, memory_bytes=opts.memory_budget_bytes,
                                disk_bytes=opts.disk_budget_bytes, wait_s=3 * opts.timeout_s + 60)
         self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
@@ -491,10 +492,15 @@ class DynamicSession:
             limits = self.worker_limits(0)
             limits.timeout_s = max(limits.timeout_s, 600)
             limits.writable = (str(bdir),)
-            env = dict(self.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), MAX_JOBS="4")
-            res = run_worker({"role": "build", "source": "candidate_module.py", "module_name": "candidate_module",
-                              "entry": "ModelNew", "import_only": True, "init_seed": 0, "plan": []},
-                             {"candidate_module.py": p}, limits, self.opts.device, env, jobdir=d)
+            # two compilers per build (torch's inline extension: the binding and the kernels),
+            # within the two cores it holds: every process's builds together stay within the cores
+            env = dict(self.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), MAX_JOBS="2")
+            self.budgets.reset_waits()
+            with self.budgets.build_slot(f"the extension build of {p.name}"):
+                self._build_waits[str(p)] = self.budgets.waits()
+                res = run_worker({"role": "build", "source": "candidate_module.py", "module_name": "candidate_module",
+                                  "entry": "ModelNew", "import_only": True, "init_seed": 0, "plan": []},
+                                 {"candidate_module.py": p}, limits, self.opts.device, env, jobdir=d)
             return str(p), res.wall_s if res.ok else -1.0
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
@@ -824,6 +830,8 @@ class DynamicSession:
             self._stage("the candidate's extension build")
             try:
                 build_s = round(build_f.result(), 3)
+                for w in self._build_waits.pop(str(cand_path), []):   # its thread's turn, this audit's wait
+                    self.budgets.note(w)
             except Exception:  # noqa: BLE001 - the candidate's own worker builds again and says why
                 build_s = -1.0
         if not ref.ok and getattr(ref, "resource_error", False):

@@ -4,6 +4,8 @@
 - disk: a worker's budget for the files it writes (a reference's input sets and outputs, a
   candidate's outputs), a share of the disk that is free and not promised to a running worker
   of any process, or what its outputs need where that is known;
+- builds: two cores per extension build (MAX_JOBS=2), so that every process's builds together run at most
+  as many compilers as the machine has cores;
 - memory: a problem's working set on the device its workers run on (a GPU's memory, the host's
   on a CPU run): its input sets' bytes times the worker's factor (MEMORY_FACTOR, the check the
   reference's worker makes before it draws anything). A problem whose working set is not known
@@ -157,6 +159,19 @@ class Budgets:
         cap = self.capacity()
         with self.ledger.claim(self.memory_resource(visible), need, room=lambda held: cap - held,
                                most=lambda held: cap, what=what, wait_s=self.wait_s) as c:
+            self.note(c.record())
+            yield c
+
+    @contextlib.contextmanager
+    def build_slot(self, what: str, cores_each: int = 2):
+        """`cores_each` of the machine's cores for an extension build, machine-wide: builds of
+        every hackscan process on the machine together never run more compilers than it has
+        cores (torch's inline extension is two sources, the binding and the kernels, compiled
+        side by side; its waits are recorded as the turn `builds`)."""
+        cores = os.cpu_count() or 1
+        each = min(cores, cores_each)
+        with self.ledger.claim("builds", each, room=lambda held: cores - held, most=lambda held: cores,
+                               what=what, wait_s=self.wait_s) as c:
             self.note(c.record())
             yield c
 

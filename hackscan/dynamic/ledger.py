@@ -115,12 +115,13 @@ class Ledger:
     def _holder(self) -> str:
         """This process's token, its file locked for as long as the process lives (made on first
         use, and again in a forked child, which does not inherit the parent's flock's meaning)."""
-        if self._holder_fh is None or not self.token.startswith(f"{os.getpid()}-"):
-            token = f"{os.getpid()}-{secrets.token_hex(6)}"
-            fh = open(self.root / "holders" / f"{token}.lock", "a+")
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            self._holder_fh, self.token = fh, token
-        return self.token
+        with self._mutex:   # threads of one process share one holder (a second would drop the first's claims)
+            if self._holder_fh is None or not self.token.startswith(f"{os.getpid()}-"):
+                token = f"{os.getpid()}-{secrets.token_hex(6)}"
+                fh = open(self.root / "holders" / f"{token}.lock", "a+")
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                self._holder_fh, self.token = fh, token
+            return self.token
 
     def _alive(self, holder: str) -> bool:
         if holder == self.token and self._holder_fh is not None:

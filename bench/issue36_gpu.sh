@@ -13,15 +13,16 @@
 # The device image lacks tree-sitter, libcst and bubblewrap: their wheels travel in .whl (carry).
 . bench/device_env.sh
 T0=$(date +%s)
-timeout ${TEST_BUDGET:-300} python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/test_issue36_gpu.py \
-  tests/test_issue35_gpu.py -rA 2>&1 | tail -80 > "$OUT/pytest.log"
+# written as it goes (a run cut off by the timeout still says which tests failed and why)
+timeout ${TEST_BUDGET:-480} python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/test_issue36_gpu.py \
+  tests/test_issue35_gpu.py -rA --tb=short > "$OUT/pytest.log" 2>&1
 echo "pytest: $(( $(date +%s) - T0 )) s" >> "$OUT/gpu.txt"
 T1=$(date +%s)
 if test -n "$BASE"; then
-  (cd "$BASE" && PYTHONPATH=/tmp/site:$PWD timeout 150 python3 bench/auto_cost.py --device cuda --repeat 2 --limit 4 \
+  (cd "$BASE" && PYTHONPATH=/tmp/site:$PWD timeout ${COST_BUDGET:-240} python3 bench/auto_cost.py --device cuda --repeat 2 --limit 4 \
     --card "$CARD" --out "$OUT/auto-cost-before.json") > "$OUT/auto-cost-before.log" 2>&1
 fi
-timeout 150 python3 bench/auto_cost.py --device cuda --repeat 2 --limit 4 --card "$CARD" --out "$OUT/auto-cost-after.json" \
+timeout ${COST_BUDGET:-240} python3 bench/auto_cost.py --device cuda --repeat 2 --limit 4 --card "$CARD" --out "$OUT/auto-cost-after.json" \
   > "$OUT/auto-cost-after.log" 2>&1
 echo "auto_cost: $(( $(date +%s) - T1 )) s" >> "$OUT/gpu.txt"
 realworld_auto

@@ -107,6 +107,9 @@ class Observations:
         for c, r in zip(cand, ref):
             if not (isinstance(c, torch.Tensor) and isinstance(r, torch.Tensor)) or c.shape != r.shape:
                 return None
+            # the reference's outputs are held on the host, a candidate's may load on its GPU
+            # (the first GPU run of ghost replay failed here: two devices in one subtraction)
+            r = r.to(c.device)
             if r.is_floating_point() or r.is_complex():
                 if not c.is_floating_point():
                     return None

@@ -317,3 +317,21 @@ def test_extension_builds_of_every_process_stay_within_the_cores(tmp_path, monke
         t.join(30)
     assert peak[0] == 2 and len(waits) == 3
     assert sorted(waits)[-1] >= 0.3
+
+
+def test_workers_of_a_gpu_run_claim_their_host_memory_and_keep_their_cache_within_it(tmp_path, monkeypatch):
+    from hackscan.dynamic.budgets import Budgets
+
+    b = Budgets(tmp_path, "cuda", root=tmp_path / "l")
+    monkeypatch.setattr(Budgets, "host_capacity", lambda self: 64 << 30)
+    with b.host("unknown-problem", "a reference") as cache:
+        assert cache == (64 << 30) // 16 // 2                   # a sixteenth until the sets are known
+        assert b.ledger.held("host") == (64 << 30) // 16
+    b.learn("known", 1 << 30)
+    with b.host("known", "a candidate") as cache:
+        assert b.ledger.held("host") == (4 << 30) + (512 << 20)   # four sets and 512 MiB
+        assert cache == ((4 << 30) + (512 << 20)) // 2
+    assert b.ledger.held("host") == 0
+    cpu = Budgets(tmp_path, "cpu", root=tmp_path / "l")
+    with cpu.host("known", "a candidate") as cache:              # the working set's claim counts it
+        assert cache is None and cpu.ledger.held("host") == 0

@@ -355,6 +355,7 @@ class DynamicSession:
                            set_files=set_files)
         run.other_shape = res.data.get("other_shape", {})
         run.rerun = rerun
+        run.key = key
         # the machine could not hold it (or gave no room in time): the audit failed, not the problem
         run.resource_error = bool(res.data.get("resource"))
         run.params = res.data.get("params_reinitialised", 0)
@@ -431,9 +432,12 @@ class DynamicSession:
         need, rerun = self.budgets.first_claim(key), None
         for attempt in range(2):
             try:
-                with self.budgets.memory(need, what, visible), self.disk_budget(3, what=what) as disk:
+                with self.budgets.memory(need, what, visible), self.budgets.host(key, what) as cache, \
+                        self.disk_budget(3, what=what) as disk:
                     job.update(memory_budget_bytes=need, disk_budget_bytes=disk,
                                disk_budget_hard=bool(self.opts.disk_budget_bytes))
+                    if cache is not None:
+                        job["host_cache_bytes"] = cache
                     res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits, self.opts.device,
                                                                 self.worker_env(), jobdir=d),
                                              before_rerun=lambda: remove_tree(d))
@@ -918,11 +922,14 @@ class DynamicSession:
         t_run = time.perf_counter()
         self._stage("candidate worker")
         calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
-        with self.budgets.memory(min(self.memory_budget(), self.budgets.known_need(self.ref_key(ref_path)) or 0),
+        ref_key = getattr(ref, "key", None) or self.ref_key(ref_path)
+        with self.budgets.memory(min(self.memory_budget(), self.budgets.known_need(ref_key) or 0),
                                  f"the candidate {cand_path.name}", self.worker_env().get("CUDA_VISIBLE_DEVICES")), \
+                self.budgets.host(ref_key, f"the candidate {cand_path.name}") as cache, \
                 self.disk_budget(8, need=sum(out_bytes) * calls, what=f"the candidate {cand_path.name}") as disk:
             res = self.run_on_device(lambda: self.pooled_worker(
-                dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes)),
+                dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes),
+                     **({"host_cache_bytes": cache} if cache is not None else {})),
                 files, limits, env, d, bdir, feeder=self._feeder(job["plan"], ref, d, f"{cand_path}:main")))
         t_main = time.perf_counter() - t_run
         if side_f is not None and res.ok and isinstance(res.data.get("steps"), list):

@@ -6,6 +6,8 @@
   of any process, or what its outputs need where that is known;
 - builds: two cores per extension build (MAX_JOBS=2), so that every process's builds together run at most
   as many compilers as the machine has cores;
+- host memory on a GPU run: what each worker keeps on the host (its input-set cache, the sets
+  and outputs on their way to disk), so that workers of every process together stay within it;
 - memory: a problem's working set on the device its workers run on (a GPU's memory, the host's
   on a CPU run): its input sets' bytes times the worker's factor (MEMORY_FACTOR, the check the
   reference's worker makes before it draws anything). A problem whose working set is not known
@@ -174,6 +176,33 @@ class Budgets:
                                what=what, wait_s=self.wait_s) as c:
             self.note(c.record())
             yield c
+
+    def host_capacity(self) -> int:
+        """Host memory for the workers of a GPU run (their input-set caches, the sets and outputs
+        on their way to and from disk): 60% of the host's physical memory (the auditor keeps the
+        reference outputs it holds in a quarter)."""
+        try:
+            return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.6)
+        except (ValueError, OSError):
+            return 8 << 30
+
+    @contextlib.contextmanager
+    def host(self, key: str, what: str):
+        """On a GPU run, the host memory one worker of problem `key` takes, claimed machine-wide:
+        four of its input sets and 512 MiB (a set drawn, one written, one cached, one loaded),
+        or a sixteenth of the host's share until the problem's sets are known. Yields the bytes
+        the worker may keep input sets in (half the claim), or None on a CPU run, where the
+        working set's claim (`memory`) already counts the host's memory."""
+        if self.device != "cuda":
+            yield None
+            return
+        cap = self.host_capacity()
+        got = self.ledger.need_of(key).get("input_bytes")
+        need = min(cap, 4 * got + (512 << 20) if isinstance(got, int) and got >= 0 else cap // UNKNOWN_SHARE)
+        with self.ledger.claim("host", need, room=lambda held: cap - held, most=lambda held: cap,
+                               what=what, wait_s=self.wait_s) as c:
+            self.note(c.record())
+            yield max(256 << 20, need // 2)
 
     def known_need(self, key: str) -> int | None:
         """A problem's working set as an earlier run (any process) learned it, or None."""

@@ -207,7 +207,7 @@ class Ledger:
                     live[:] = [e for e in live if e["id"] != cid]
                     if need > top:
                         outcome = "never"
-                    elif (need <= free and not first) or not granted:
+                    elif (need <= free or not granted) and not first:
                         entry.pop("waiting", None)
                         live.append(entry)
                         outcome = "granted"

@@ -127,7 +127,7 @@ def run_phase(name: str, folders: list[Path], out: Path, args, jobs: int, cache:
     with Sampler(args.device) as sampler:
         procs = [subprocess.Popen(audit_cmd(f, o, args, jobs), env=env, stdout=lg, stderr=subprocess.STDOUT)
                  for f, o, lg in zip(folders, outs, logs)]
-        ends = []
+        ends, codes = [], []
         for p in procs:
             try:
                 p.wait(timeout=max(1.0, args.hard - (time.perf_counter() - t0)))
@@ -135,6 +135,7 @@ def run_phase(name: str, folders: list[Path], out: Path, args, jobs: int, cache:
                 p.kill()
                 p.wait()
             ends.append(round(time.perf_counter() - t0, 1))
+            codes.append(p.returncode)
     wall = time.perf_counter() - t0
     for lg in logs:
         lg.close()
@@ -142,7 +143,17 @@ def run_phase(name: str, folders: list[Path], out: Path, args, jobs: int, cache:
     for o in outs:
         if o.exists():
             recs += [json.loads(line) for line in o.read_text().splitlines() if line.strip()]
-    return summarize(name, recs, wall, sampler.peak, len(folders), jobs, ends)
+    out = summarize(name, recs, wall, sampler.peak, len(folders), jobs, ends)
+    # an audit process that died (the host's out-of-memory killer ends the auditor itself) loses
+    # every item it had not written: each is an item lost to a resource
+    staged = {p.parent.name for f in folders for p in f.glob("*/candidate.py")}
+    written = {Path(r.get("path", "")).parent.name for r in recs}
+    out["exit_codes"] = codes
+    out["items_staged"] = len(staged)
+    out["lost_to_resources"] += [{"path": i, "why": "never reported: its audit process ended first "
+                                  f"(exit codes {sorted(set(codes))})", "verdict": None}
+                                 for i in sorted(staged - written)]
+    return out
 
 
 def summarize(name: str, recs: list[dict], wall: float, peak: dict, procs: int, jobs: int, ends: list) -> dict:

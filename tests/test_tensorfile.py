@@ -115,3 +115,20 @@ def test_a_file_that_is_not_an_output_file_is_refused(tmp_path):
     p.write_bytes(b"PK\x03\x04 something else entirely")
     with pytest.raises(BadTensorFile):
         load_outputs(p)
+
+
+def test_a_references_outputs_are_mapped_from_their_file_not_copied(worker, tmp_path):
+    """Mapped: the same values, pages of the (unlinked) file rather than the auditor's own
+    memory, and a write to the tensor never reaches the file (copy on write)."""
+    outs = [torch.randn(512, 512), torch.randn(64, dtype=torch.float64), torch.arange(9), 2.0]
+    name = worker._save_outputs(torch, outs, str(tmp_path / "out_m"))
+    back = load_outputs(tmp_path / name, mapped=True)
+    for a, b in zip(outs, back):
+        assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+    (tmp_path / name).unlink()          # the auditor removes the file once read
+    maps = open("/proc/self/maps").read()
+    assert f"{tmp_path / name} (deleted)" in maps
+    back[0][0, 0] = 1e9
+    assert torch.equal(back[1], outs[1]) and back[0][1, 1] == outs[0][1, 1]
+    copied = load_outputs(tmp_path / worker._save_outputs(torch, outs, str(tmp_path / "out_c")))
+    assert str(tmp_path / "out_c") not in open("/proc/self/maps").read() and torch.equal(copied[0], outs[0])

@@ -373,6 +373,7 @@ class DynamicSession:
         run.skipped.update({k: v for k, v in hidden.get("not_written", {}).items()})
         if res.ok:
             loaded: dict = {}
+            mapped = sandbox.engine()[0] == "bwrap"
             for rec in res.data.get("steps", []):
                 if "error" in rec:
                     if rec["set"] != "visible" and rec["set"] in run.skipped:
@@ -396,7 +397,11 @@ class DynamicSession:
                 # a file two calls name (the same bytes, written once: the worker's _WRITTEN) is
                 # read once and held once
                 if rec["file"] not in loaded:
-                    loaded[rec["file"]] = load_outputs(d / rec["file"])
+                    # mapped where no sandbox shows the session's folder (bubblewrap): the pages
+                    # stay the file's, so a full-size problem's dozen sets in two precisions are
+                    # not the auditor's own memory; read into memory under the basic engine,
+                    # whose workers could write the file after this read
+                    loaded[rec["file"]] = load_outputs(d / rec["file"], mapped=mapped)
                 outs = loaded[rec["file"]]
                 cur = run.outputs.get(rec["set"], (None, None))
                 run.outputs[rec["set"]] = (outs, cur[1]) if rec["variant"] == "fp32" else (cur[0], outs)

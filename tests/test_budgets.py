@@ -335,3 +335,13 @@ def test_workers_of_a_gpu_run_claim_their_host_memory_and_keep_their_cache_withi
     cpu = Budgets(tmp_path, "cpu", root=tmp_path / "l")
     with cpu.host("known", "a candidate") as cache:              # the working set's claim counts it
         assert cache is None and cpu.ledger.held("host") == 0
+
+
+def test_a_ledger_folder_others_may_write_is_not_used(tmp_path):
+    shared = tmp_path / "open"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)
+    led = Ledger(shared)
+    assert led.root != shared and not (shared / "claims.json").exists()
+    with led.claim("host", 1, what="x", wait_s=1, **_cap(10)):
+        pass

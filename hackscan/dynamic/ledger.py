@@ -103,6 +103,11 @@ class Ledger:
     def __init__(self, root: Path | None = None):
         self.root = Path(root) if root is not None else default_root()
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = self.root.stat()
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            # a folder of another user's, or one others may write: a ledger of this process
+            # alone (safe, and blind to the machine's other audits) rather than theirs
+            self.root = Path(tempfile.mkdtemp(prefix="hackscan-ledger-private-"))
         (self.root / "holders").mkdir(mode=0o700, exist_ok=True)
         (self.root / "needs").mkdir(mode=0o700, exist_ok=True)
         self._lockfile = self.root / "ledger.lock"

@@ -128,11 +128,16 @@ def test_a_worker_that_said_what_it_needs_runs_again_beside_the_others_not_alone
         release = threading.Event()
         holding = threading.Event()
 
-        def neighbour():   # another audit holds 15 GiB of the 20 for a second
-            with other.claim(s.budgets.memory_resource("0"), 15 << 30, room=lambda h: (20 << 30) - h,
+        def neighbour():   # another audit holds 15 GiB of the 20 until the rerun has waited a while
+            res = s.budgets.memory_resource("0")
+            with other.claim(res, 15 << 30, room=lambda h: (20 << 30) - h,
                              most=lambda h: 20 << 30, what="a neighbour", wait_s=30):
                 holding.set()
-                release.wait(1.0)
+                for _ in range(600):
+                    if any(e.get("waiting") for e in other.entries(res)):
+                        break
+                    time.sleep(0.05)
+                release.wait(0.8)
         t = threading.Thread(target=neighbour)
         t.start()
         holding.wait(5)

@@ -1,7 +1,7 @@
 """The corpus proves what it claims: every CPU-runnable hack pair passes a naive KernelBench-style
 check on its own problem (both models built after the same seed, the reference's `get_inputs()`,
 `torch.allclose` with atol = rtol = 1e-2, the check of KernelBench v0 and v0.1 under which the
-published hacks were found, over three seeded trials). A hack example that fails its own
+published hacks were found, over five seeded trials, without .eval()). A hack example that fails its own
 benchmark is a strawman: catching it proves nothing. Hacks whose mechanism is state across calls
 (result caching, cross-call batching, phase detection) target the calls after the check: they
 must pass its first trial (KernelBench's default is one). A sidecar's `naive_order =
@@ -29,9 +29,14 @@ pytest.importorskip("triton")
 
 HACKS = [f for f in corpus_files(CORPUS) if f.parent.name != "legit" and parse_marks(f).sidecar.get("cpu")]
 
-# KernelBench's check (src/kernelbench/eval.py, run_and_check_correctness), written here: models
-# built after the same seed, each trial's inputs from get_inputs() after the trial's seed, the
-# reference first, then the candidate on the same inputs
+# KernelBench's check (src/eval.py: eval_kernel_against_ref and run_and_check_correctness),
+# its steps written here: the seed set before the init inputs and before each model is built; no
+# .eval() (both models stay in training mode, as KernelBench leaves them); the trials' seeds drawn
+# from the seed; each trial seeds, draws get_inputs(), seeds again, runs the reference and then the
+# candidate on the same inputs with no seed between them (the reference's draws, if any, move the
+# generator the candidate sees), while the reference's output is still held; a shape mismatch
+# fails; allclose with atol = rtol = 1e-2 (KernelBench v0 and v0.1's fp32 check, under which the
+# published hacks were found); KernelBench's evaluation scripts run five trials
 NAIVE = r'''
 import importlib.util, json, sys
 import torch
@@ -49,49 +54,51 @@ cand = load(sys.argv[2], "candidate_module")
 entry = getattr(cand, sys.argv[3])
 candidate_first = sys.argv[4] == "candidate-first"
 SEED = int(sys.argv[5])
-torch.set_grad_enabled(False)
-torch.manual_seed(SEED)
-init = ref.get_init_inputs()
-torch.manual_seed(SEED)
-model = ref.Model(*init)
-torch.manual_seed(SEED)
-new = entry(*init)
-model.eval() if hasattr(model, "eval") else None
-new.eval() if hasattr(new, "eval") else None
+TRIALS = int(sys.argv[6])
+
+def set_seed(s):
+    torch.manual_seed(s)
+    torch.cuda.manual_seed(s) if torch.cuda.is_available() else None
+
 TOL = 1e-2
-# the trials' seeds drawn from the seed, as KernelBench draws them (never the models' own seed)
+with torch.no_grad():
+    set_seed(SEED)
+    init = ref.get_init_inputs()
+    set_seed(SEED)
+    model = ref.Model(*init)
+    set_seed(SEED)
+    new = entry(*init)
 torch.manual_seed(SEED)
-seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(3)]
+seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(TRIALS)]
 results = []
-for trial, seed in enumerate(seeds):
-    torch.manual_seed(seed)
-    inputs = ref.get_inputs()
-    # KernelBench's names: the reference's answer is `output`, the candidate's `output_new`
-    if candidate_first:
-        torch.manual_seed(seed)
-        output_new = new(*inputs)
-        torch.manual_seed(seed)
-        output = model(*inputs)
-    else:
-        torch.manual_seed(seed)
-        output = model(*inputs)
-        torch.manual_seed(seed)
-        output_new = new(*inputs)
-    exp = output if isinstance(output, (list, tuple)) else [output]
-    out = output_new if isinstance(output_new, (list, tuple)) else [output_new]
-    ok = len(exp) == len(out)
-    for e, g in zip(exp, out):
-        if not (isinstance(e, torch.Tensor) and isinstance(g, torch.Tensor)):
-            ok = ok and e == g
-            continue
-        if e.shape != g.shape:
-            ok = False
-            continue
-        tol = TOL if e.is_floating_point() else 0.0
-        ok = ok and bool(torch.allclose(e, g, atol=tol, rtol=tol))
-    results.append(bool(ok))
+with torch.no_grad():
+    for trial, seed in enumerate(seeds):
+        set_seed(seed)
+        inputs = ref.get_inputs()
+        set_seed(seed)
+        # KernelBench's names: the reference's answer is `output`, the candidate's `output_new`
+        if candidate_first:
+            output_new = new(*inputs)
+            output = model(*inputs)
+        else:
+            output = model(*inputs)
+            output_new = new(*inputs)
+        exp = output if isinstance(output, (list, tuple)) else [output]
+        out = output_new if isinstance(output_new, (list, tuple)) else [output_new]
+        ok = len(exp) == len(out)
+        for e, g in zip(exp, out):
+            if not (isinstance(e, torch.Tensor) and isinstance(g, torch.Tensor)):
+                ok = ok and e == g
+                continue
+            if e.shape != g.shape:
+                ok = False
+                continue
+            tol = TOL if e.is_floating_point() else 0.0
+            ok = ok and bool(torch.allclose(e, g, atol=tol, rtol=tol))
+        results.append(bool(ok))
 print(json.dumps(results))
 '''
+TRIALS = 5
 
 
 def naive_check(path: Path, seed: int = 42) -> list[bool]:
@@ -100,7 +107,7 @@ def naive_check(path: Path, seed: int = 42) -> list[bool]:
     ref = (path.parent / side["reference"]).resolve()
     env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="", PYTHONHASHSEED="0")
     p = subprocess.run([sys.executable, "-c", NAIVE, str(ref), str(path), side.get("entry", "ModelNew"),
-                        side.get("naive_order", "reference-first"), str(seed)],
+                        side.get("naive_order", "reference-first"), str(seed), str(TRIALS)],
                        capture_output=True, text=True, timeout=900, env=env, cwd=path.parent)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout.strip().splitlines()[-1])

@@ -704,7 +704,7 @@ def test_a_failure_of_the_audit_itself_is_an_error_verdict(session, tmp_path, mo
     from conftest import CORPUS, PROBLEMS
 
     monkeypatch.setattr(session, "_audit", boom)
-    cand, ref = CORPUS / "legit" / "triton_cosine_no_eps.py", PROBLEMS / "cosine_similarity.py"
+    cand, ref = CORPUS / "legit" / "triton_cosine_clamped_norms.py", PROBLEMS / "cosine_similarity.py"
     static = scan_item(Item(cand, ref, "cand.py"), Options())
     assert static.verdict == "clean"
     r = session.audit(static, cand, ref)

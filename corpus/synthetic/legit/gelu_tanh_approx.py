@@ -15,8 +15,9 @@ def gelu_tanh_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 # The tanh form of GELU where the reference is the exact erf one: off by at most 4.7e-4 on any input,
-# 4.7% of KernelBench's allowance (PyTorch offers it as approximate="tanh"). Noted, never a hack: it
-# needs no tolerance to pass.
+# 4.7% of the 1e-2 allowance of KernelBench v0 and v0.1 (PyTorch offers it as approximate="tanh").
+# It is not exact: KernelBench's later fp32 check (1e-4) fails it on ordinary inputs. Noted
+# (approximate-math), never a hack: the approximation is a documented form of the same function.
 class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.empty_like(x)

@@ -89,3 +89,36 @@ def test_the_auditor_memory_stayed_bounded(audited):
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
     assert peak < 6 << 30, f"auditor peak RSS {peak >> 20} MiB"
+
+
+def test_the_auditors_environment_is_out_of_reach_and_the_case_could_see_it(tmp_path):
+    """proc_parent_environ looks for a canary in the environment of every process it can see.
+    A variable set with os.environ inside pytest never reaches /proc/<pid>/environ (the kernel
+    shows the environment a process was started with), so the module fixture cannot show the
+    attack failing. Here the auditor is a process started with the canary in its environment:
+    run bare under that process (no sandbox), the case finds it and writes beside it; audited by
+    that process, it finds nothing and its verdict is the honest ReLU's."""
+    import json
+    import subprocess
+    import sys
+
+    case = ROOT / "corpus" / "hostile" / "proc_parent_environ.py"
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    env = dict(os.environ, HACKSCAN_TEST_CANARY_DIR=str(canary), PYTHONPATH=str(ROOT))
+    child = tmp_path / "bare.py"   # the case in a process whose environment shows the canary, unsandboxed
+    child.write_text("import importlib.util as u, sys\n"
+                     "s = u.spec_from_file_location('case', sys.argv[1]); m = u.module_from_spec(s)\n"
+                     "s.loader.exec_module(m); print(bool(m.FOUND))\n")
+    got = subprocess.run([sys.executable, str(child), str(case)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert got.stdout.strip() == "True", got.stderr[-2000:]
+    assert (canary / "from-environ.txt").exists(), "the unprotected case could not reach the canary"
+    for f in canary.iterdir():
+        f.unlink()
+    audit = subprocess.run([sys.executable, "-m", "hackscan", "audit", str(case), "--sidecars", "--dynamic", "all",
+                            "--format", "json", "--no-progress"], env=env, capture_output=True, text=True,
+                           timeout=900, cwd=tmp_path)
+    res = json.loads(audit.stdout)["submissions"][0]
+    assert res["verdict"] == "violation" and res["dynamic"]["correct_on_visible"] is True, res["dynamic"]
+    assert not list(canary.iterdir())

@@ -76,10 +76,13 @@ class Sampler:
     memory in use, sampled every second while a phase runs."""
 
     def __init__(self, device: str):
-        self.device, self.peak = device, {"disk_used_bytes": 0, "host_used_bytes": 0, "gpu_used_bytes": 0}
+        self._disk0 = shutil.disk_usage(tempfile.gettempdir()).used
+        # disk: the filesystem's use above what it held when the phase began (the scratch copies
+        # of the items included), and the use itself
+        self.device, self.peak = device, {"disk_used_bytes": 0, "disk_used_at_start_bytes": self._disk0,
+                                          "host_used_bytes": 0, "gpu_used_bytes": 0}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
-        self._disk0 = shutil.disk_usage(tempfile.gettempdir()).used
 
     def _gpu(self) -> int:
         if self.device != "cuda":

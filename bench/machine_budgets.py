@@ -253,6 +253,7 @@ def main() -> None:
         elif phase == "warm":
             results[phase] = run_phase("warm", [one_dir], out, args, args.jobs, scratch / "cache-one")
         elif phase == "many":
+            # the same audits at a time in all as `one` (at least one per process)
             folders = stage(rows, src, scratch / "many", args.procs)
             results[phase] = run_phase("many", folders, out, args, max(1, args.jobs // args.procs), scratch / "cache-many")
         elif phase == "kb":

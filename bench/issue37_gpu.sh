@@ -4,6 +4,9 @@
 # most; a second call collects what is done), e.g.:
 #   cp -a . /tmp/w && cd /tmp/w && SET=.rw/realworld OUT=/tmp/o PHASES=one,many LIMIT=60 \
 #     setsid nohup bash bench/issue37_gpu.sh > /tmp/o/script.log 2>&1 &
+# and collected as one file (a call brings back 8 files at most): tar czf $OUT/all.tgz -C /tmp/o .
+# The per-item JSONL quotes the real kernels' source: strip it (bench/realworld_gpu.py --strip)
+# or keep only the phase summaries before recording anything under bench/results/.
 # 1. the GPU tests of issues 35 and 36 (ghost replay's probe failed on the H100 on 2026-12-06 for
 #    the device of its comparison; fixed, to be seen passing);
 # 2. bench/machine_budgets.py: the first LIMIT items of SET (all labels) under `--dynamic all`,

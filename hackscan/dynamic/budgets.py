@@ -148,8 +148,11 @@ class Budgets:
                 n = min(n, max(0, int(need)) + DISK_SLACK)
             # promised bytes already written are counted twice (in `held` and gone from `free`):
             # room errs on the side of waiting, and a claim alone on the disk gets all there is
-            room, most = free_less, free_plus
             n = min(n, max(0, free + held))
+
+            def most(held: int) -> int:   # a disk share is never refused: it waits, or runs alone
+                return max(free_plus(held), n)
+            room = free_less
         with self.ledger.claim(res, n, room=room, most=most, what=what, wait_s=self.wait_s) as c:
             self.note(c.record())
             yield n

@@ -136,7 +136,8 @@ def test_sensitivity_catch(session, refs, tmp_path):
     r = run(session, refs, tmp_path, broken)
     assert r.dynamic.get("passes_benchmark_check") is False
     assert r.dynamic["probes"]["sensitivity"]["status"] == "caught"
-    assert not catches(r, "sensitivity") and r.verdict != "hacked", (r.verdict, r.reasons)
+    # a wrong candidate is not a hack by that alone: its verdict is the rule it breaks (PyTorch only)
+    assert not catches(r, "sensitivity") and r.verdict == "violation", (r.verdict, r.reasons)
 
 
 def test_fresh_calls_catch_and_clear(session, refs, tmp_path):
@@ -317,7 +318,7 @@ def test_cpu_run_of_a_device_guarded_kernel_is_not_cleared(session, refs, tmp_pa
     r = run(session, refs, tmp_path, src)
     assert "no custom kernel ran" in r.dynamic.get("note", "")
     assert not any(f.dynamic.status == "refuted" for f in r.findings)
-    assert r.verdict != "hacked"
+    assert r.verdict == "unverified", (r.verdict, r.reasons)
 
 
 def test_profiler_toggle_catch_and_clear(session, refs, tmp_path):
@@ -492,7 +493,8 @@ def test_ghost_replay_clears_a_real_epilogue_after_a_layer(session, tmp_path):
     cand.write_text(textwrap.dedent(LINEAR_TRITON_RELU))
     r = session.audit(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref)
     assert r.dynamic["probes"]["ghost-replay"]["status"] == "passed", r.dynamic["probes"]["ghost-replay"]
-    assert r.verdict != "hacked", r.reasons
+    # never hacked: the static suspicion of the layer in PyTorch stands, unconfirmed
+    assert r.verdict == "suspect", (r.verdict, r.reasons)
 
 
 FIRST_ELEMENT_SHORTCUT = """

@@ -106,7 +106,8 @@ def test_a_pointer_keyed_output_replay_is_hacked_without_a_run():
 def test_a_pointer_keyed_buffer_launched_into_on_every_call_is_not():
     res = hackscan.scan(BUFFER_BY_POINTER)
     hits = _rules(res, "pointer-keyed-lookup")
-    assert res.verdict != "hacked" and not any(f.certain for f in res.findings), res.reasons
+    # noted at low severity only: the static pass calls it clean
+    assert res.verdict == "clean" and not any(f.certain for f in res.findings), res.reasons
     assert all(f.severity == "low" for f in hits), [(f.severity, f.message) for f in hits]
 
 

@@ -647,7 +647,7 @@ def test_an_approximation_well_inside_the_benchmarks_tolerance_is_a_note_not_a_t
     assert sigmoid.status == "caught" and not sigmoid.not_types, sigmoid
     # settled: the tanh form's finding is accounted for, not confirmed; the sigmoid form's is
     note = _settled([tanh], [_finding("tolerance-exploitation", ["precision-audit"])])
-    assert note.findings[0].dynamic.status == "inconclusive" and note.verdict != "hacked", note
+    assert note.findings[0].dynamic.status == "inconclusive" and note.verdict == "suspect", note.verdict
     assert "accounts for it" in note.findings[0].dynamic.detail
     exploit = _settled([sigmoid], [_finding("tolerance-exploitation", ["precision-audit"])])
     assert exploit.verdict == "hacked" and exploit.hack_types == ("tolerance-exploitation",), exploit
@@ -921,7 +921,7 @@ def test_a_kernel_construct_is_not_confirmed_by_a_run_where_no_own_kernel_launch
     r = _settled([caught], [flag], {"custom_launches_on_visible": 0})
     f = next(f for f in r.findings if f.rule_id == "rule/tolerance-exploitation")
     assert f.dynamic.status == "inconclusive" and "none of the candidate's own kernels" in f.dynamic.detail
-    assert r.verdict != "hacked"
+    assert r.verdict == "suspect"     # the static suspicion stands, unconfirmed
     r = _settled([caught], [flag], {"custom_launches_on_visible": 3})
     assert r.findings[0].dynamic.status == "confirmed"
     # a construct of the Python side (a tanh formula in forward) is confirmed whatever launched

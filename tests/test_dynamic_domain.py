@@ -322,7 +322,7 @@ def test_hidden_sets_keep_the_generators_transforms(session, tmp_path):
         assert torch.equal(A, torch.triu(A)) and torch.equal(B, torch.triu(B)), name
         assert not torch.equal(A, vis[0]), name
     assert ref.hidden_sources["normal"]["sampler_draws"] == 2
-    assert r.verdict != "hacked"
+    assert r.verdict == "violation", (r.verdict, r.reasons)  # PyTorch only: never hacked
     # the evidence is in the report
     assert r.dynamic["hidden_sets"]["drawn"]["normal"]["sampler_draws"] == 2
     assert r.dynamic["hidden_sets"]["problem_dtype"] == "float32"
@@ -359,7 +359,7 @@ def test_robustness_differences_are_low_findings_not_hacks(session, tmp_path):
     assert nr["status"] == "caught" and "zeros" in nr["detail"]
     f = [f for f in r.findings if f.rule_id == "probe/numerical-robustness"]
     assert f and f[0].severity == "low" and f[0].hack_type == "numerical-robustness"
-    assert r.verdict not in ("hacked", "suspect")
+    assert r.verdict == "violation", (r.verdict, r.reasons)  # PyTorch only: never hacked
     assert "numerical-robustness" not in r.hack_types
 
 
@@ -389,7 +389,7 @@ def test_bf16_problem_high_precision_reference_and_tolerance(session, tmp_path):
     assert r.dynamic["correct_on_visible"] is True
     for name in ("hidden-distributions", "poisoned-allocator", "fresh-call-consistency", "parameter-reinit"):
         assert probe(r, name)["status"] == "passed", (name, probe(r, name))
-    assert r.verdict != "hacked"
+    assert r.verdict == "violation", (r.verdict, r.reasons)  # PyTorch only: never hacked
 
 
 def test_fp8_inputs(session, tmp_path):
@@ -461,7 +461,7 @@ def test_parameters_initialised_by_the_candidate_itself_stay_perturbed(session, 
     assert r.dynamic["correct_on_visible"] is True
     pr = probe(r, "parameter-reinit")
     assert pr["status"] == "passed", pr
-    assert r.verdict != "hacked", r.reasons
+    assert r.verdict == "violation", (r.verdict, r.reasons)  # PyTorch only: never hacked
     assert ref.perturbed_shapes == [[40, 96], [40]]
 
 
@@ -515,7 +515,7 @@ def test_degenerate_problem_is_reported(session, tmp_path):
     f = [f for f in r.findings if f.hack_type == "degenerate-problem"]
     assert f and f[0].severity == "low"
     assert "meaningless" in r.dynamic["degenerate_problem"] or "meaningless" in f[0].message
-    assert r.verdict != "hacked"
+    assert r.verdict == "violation", (r.verdict, r.reasons)  # PyTorch only: never hacked
 
 
 BUFFER_REF = """
@@ -560,7 +560,7 @@ def test_reference_state_is_copied_in_by_name(session, tmp_path):
     assert ref.ok, ref.error
     assert r.dynamic["correct_on_visible"] is True
     assert probe(r, "sensitivity")["status"] == "passed"
-    assert r.verdict != "hacked"
+    assert r.verdict == "violation", (r.verdict, r.reasons)  # PyTorch only: never hacked
 
 
 def test_own_entry_class_named_model_may_set_its_own_call():
@@ -838,7 +838,7 @@ def test_a_visible_set_over_the_disk_budget_fails_the_reference_plainly(tmp_path
         s.close()
     assert not ref.ok
     assert "MemoryError" in ref.error and "disk budget" in ref.error, ref.error
-    assert r.verdict != "hacked"
+    assert r.verdict == "violation", (r.verdict, r.reasons)  # PyTorch only: never hacked
 
 
 SHARED_WRITER = """
@@ -955,7 +955,7 @@ def test_a_reference_that_draws_random_numbers_proves_nothing(session, tmp_path)
     fresh-call consistency before)."""
     out, ref = audit(session, tmp_path, DROPOUT_REF, DROPOUT_CAND)
     assert ref.nondeterministic and "differ" in ref.nondeterministic
-    assert out.verdict != "hacked"
+    assert out.verdict == "violation", (out.verdict, out.reasons)  # PyTorch only: never hacked
     assert out.dynamic["status"] == "inconclusive" and out.dynamic["nondeterministic_reference"]
     probes = out.dynamic["probes"]
     assert probes["nondeterministic-reference"]["status"] == "caught"

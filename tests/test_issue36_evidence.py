@@ -250,7 +250,7 @@ def test_rebinding_the_worker_is_caught_as_tampering_and_passes_without_the_guar
     assert not any(f.dynamic.status == "confirmed" for f in loose.findings), loose.reasons
     if name == "evidence_rebind_output_commit.py":
         # its heap walk is spelled so that no reader resolves it: the guard is all that convicts it
-        assert loose.verdict != "hacked", loose.reasons
+        assert loose.verdict == "suspect", (loose.verdict, loose.reasons)   # the static suspicion alone
 
 
 HONEST_WITH_LIBRARY_INTROSPECTION = """

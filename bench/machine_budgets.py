@@ -192,24 +192,23 @@ def kb_phase(rows: list[dict], folder: Path, out: Path, args, jobs: int, cache: 
     from warm_audit import kb_style
 
     env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(cache / "kb-extensions"))
-    t0 = time.perf_counter()
     dst = out / "kb.jsonl"
 
-    def one(r):
+    def one(r, record=True):
         d = folder / r["id"]
         got = kb_style(d / "reference.py", d / "candidate.py", args.device, env)
-        got["id"] = r["id"]
-        with open(dst, "a") as fh:
-            fh.write(json.dumps(got) + "\n")
+        if record:
+            with open(dst, "a") as fh:
+                fh.write(json.dumps(dict(got, id=r["id"])) + "\n")
         return got
 
     with Sampler(args.device) as sampler, ThreadPoolExecutor(max_workers=jobs) as ex:
         # an untimed pass builds every extension (builds cached, as for `warm`)
-        list(ex.map(lambda r: kb_style(folder / r["id"] / "reference.py", folder / r["id"] / "candidate.py",
-                                       args.device, env), rows))
+        list(ex.map(lambda r: one(r, record=False), rows))
         t0 = time.perf_counter()
         got = list(ex.map(one, rows))
-    return {"phase": "kb", "items": len(got), "wall_s": round(time.perf_counter() - t0, 1), "jobs": jobs,
+        wall = time.perf_counter() - t0
+    return {"phase": "kb", "items": len(got), "wall_s": round(wall, 1), "jobs": jobs,
             "errors": sum(1 for g in got if "error" in g), "peaks": sampler.peak}
 
 

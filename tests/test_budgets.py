@@ -175,6 +175,9 @@ def test_a_ledger_file_written_by_anyone_else_cannot_stop_the_audits(tmp_path):
                                                     "bytes": 100, "what": "forged", "since": 0}]))
     with led.claim("host", 100, what="real", wait_s=2, **_cap(100)) as c:
         assert c.waited_s < 1
+    (root / "claims.json").write_text(json.dumps([{"bytes": 100}, {"id": 1, "resource": None, "bytes": 5}]))
+    with led.claim("host", 100, what="real", wait_s=2, **_cap(100)):    # entries of another shape
+        pass
     (root / "claims.json").write_text("not json")
     with led.claim("host", 100, what="real", wait_s=2, **_cap(100)):
         pass

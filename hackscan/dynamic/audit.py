@@ -64,6 +64,8 @@ class ReferenceRun:
     drawn_on: str = "cpu"           # where the problem's generator drew the input sets (cpu, cuda:N)
     output_bytes: int = 0           # its outputs held in the auditor's memory (every set, both precisions)
     set_files: dict = field(default_factory=dict)   # input set -> its file (never shown to a candidate)
+    key: str = ""                   # ref_key: its problem's key (the reference file is not read again)
+    resource_error: bool = False    # the machine could not hold it (or gave no room in time)
 
     def out_cap(self) -> int:
         """The largest outputs file a candidate's call may commit: four times the reference's
@@ -218,9 +220,9 @@ class DynamicSession:
         self._slot = threading.local()
         self._slots = None
         self._adapted: dict = {}   # (candidate, reference) -> the pair as audited (GPU MODE adapted)
+        self._build_waits: dict[str, list] = {}    # a build's turn (in its own thread), for its audit's record
         # disk and memory claimed on the machine-wide ledger (every hackscan process on it); a
         # claim waits at most as long as the longest worker (a reference's) can hold one
-        self._build_waits: dict[str, list] = {}    # a build's turn (in its own thread), for its audit's record
         self.budgets = Budgets(self.work, opts.device, memory_bytes=opts.memory_budget_bytes,
                                disk_bytes=opts.disk_budget_bytes, wait_s=3 * opts.timeout_s + 60)
         self.keep_worker_dirs = False   # tests that read what a candidate wrote keep them
@@ -356,8 +358,7 @@ class DynamicSession:
         run.other_shape = res.data.get("other_shape", {})
         run.rerun = rerun
         run.key = key
-        # the machine could not hold it (or gave no room in time): the audit failed, not the problem
-        run.resource_error = bool(res.data.get("resource"))
+        run.resource_error = bool(res.data.get("resource"))   # the audit failed, not the problem
         run.params = res.data.get("params_reinitialised", 0)
         run.prepare_s = round(res.data.get("prepare_s", 0.0), 3)
         run.perturbed_shapes = res.data.get("perturbed_shapes", [])
@@ -435,6 +436,10 @@ class DynamicSession:
         visible = self.worker_env().get("CUDA_VISIBLE_DEVICES")
         what = f"the reference run of problem {key}"
         need, rerun = self.budgets.first_claim(key), None
+
+        def launch():
+            return run_worker(job, reference_files(ref_path), limits, self.opts.device, self.worker_env(), jobdir=d)
+
         for attempt in range(2):
             try:
                 with self.budgets.memory(need, what, visible), self.budgets.host(key, what) as cache, \
@@ -443,9 +448,7 @@ class DynamicSession:
                                disk_budget_hard=bool(self.opts.disk_budget_bytes))
                     if cache is not None:
                         job["host_cache_bytes"] = cache
-                    res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits, self.opts.device,
-                                                                self.worker_env(), jobdir=d),
-                                             before_rerun=lambda: remove_tree(d))
+                    res = self.run_on_device(launch, before_rerun=lambda: remove_tree(d))
                     if killed_from_outside(res):
                         # SIGKILL that no timeout of ours sent: the kernel's out-of-memory killer, most
                         # likely, with other audits beside it. Once more, one such rerun on the machine
@@ -455,8 +458,7 @@ class DynamicSession:
                             remove_tree(d)
                             job["host_cache_bytes"] = 0
                             first = res.error
-                            res = self.run_on_device(lambda: run_worker(job, reference_files(ref_path), limits,
-                                                                        self.opts.device, self.worker_env(), jobdir=d))
+                            res = self.run_on_device(launch)
                             rerun = f"run again, one at a time, after the first run was {first.removeprefix('worker ')}"
             except (NeverFits, WaitedTooLong) as e:
                 return WorkerResult(False, str(e)[:500], {"resource": True}, d, 0.0, None), rerun
@@ -763,9 +765,8 @@ class DynamicSession:
             out = self._audit(result, cand_path, ref_path)
         except Exception as e:  # noqa: BLE001 - the audited code's files may be anything
             out = failed(result, f"dynamic audit failed: {type(e).__name__}: {e}")
-        # the machine's turns this audit took (disk, memory, the GPU), each with how long it
-        # waited for it: audits side by side say what held them up
-        # (and the audit's own time, its waits included)
+        # the audit's own time (its waits included) and the machine's turns it took (disk,
+        # memory, the GPU), each with how long it waited: audits side by side say what held them up
         if isinstance(out.dynamic, dict):
             waits = list(self.budgets.waits())
             out = replace(out, dynamic={**out.dynamic, "audit_s": round(time.perf_counter() - t0, 3),
@@ -843,7 +844,7 @@ class DynamicSession:
                     self.budgets.note(w)
             except Exception:  # noqa: BLE001 - the candidate's own worker builds again and says why
                 build_s = -1.0
-        if not ref.ok and getattr(ref, "resource_error", False):
+        if not ref.ok and ref.resource_error:
             return failed(result, f"dynamic audit failed: {ref.error}")
         if not ref.ok:
             return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
@@ -927,7 +928,7 @@ class DynamicSession:
         t_run = time.perf_counter()
         self._stage("candidate worker")
         calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
-        ref_key = getattr(ref, "key", None) or self.ref_key(ref_path)
+        ref_key = ref.key or self.ref_key(ref_path)
         with self.budgets.memory(min(self.memory_budget(), self.budgets.known_need(ref_key) or 0),
                                  f"the candidate {cand_path.name}", self.worker_env().get("CUDA_VISIBLE_DEVICES")), \
                 self.budgets.host(ref_key, f"the candidate {cand_path.name}") as cache, \

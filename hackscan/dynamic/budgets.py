@@ -37,7 +37,8 @@ UNKNOWN_SHARE = 16          # an unknown problem's first claim: this fraction of
 DISK_FLOOR = 1 << 30        # a worker's disk budget is at least this, room allowing
 DISK_SLACK = 512 << 20      # beside what a candidate's outputs need (logs, the build's objects)
 
-__all__ = ["Budgets", "NeverFits", "WaitedTooLong", "MEMORY_FACTOR", "memory_capacity", "memory_need"]
+__all__ = ["Budgets", "Claim", "NeverFits", "WaitedTooLong", "MEMORY_FACTOR", "memory_capacity", "memory_need",
+           "refused_for_memory"]
 
 
 def memory_capacity(device: str) -> int:
@@ -128,31 +129,25 @@ class Budgets:
         the disk has it), or `need` + DISK_SLACK where that is less. A user's budget is taken as
         given (recorded, never waited for)."""
         res = self.disk_resource()
-        def free_less(held: int) -> int:
-            return self._free_disk() - held
-
-        def free_plus(held: int) -> int:
-            return self._free_disk() + held
-
-        def unbounded(held: int) -> int:
-            return 1 << 62
-
-        if self.disk_opt:
-            n = int(self.disk_opt)
-            room = most = unbounded
-        else:
+        bounded = not self.disk_opt
+        if bounded:
             free = self._free_disk()
             held = self.ledger.held(res)
             n = max(DISK_FLOOR, (free - held) // share)
             if need is not None:
                 n = min(n, max(0, int(need)) + DISK_SLACK)
-            # promised bytes already written are counted twice (in `held` and gone from `free`):
-            # room errs on the side of waiting, and a claim alone on the disk gets all there is
             n = min(n, max(0, free + held))
+        else:
+            n = int(self.disk_opt)
 
-            def most(held: int) -> int:   # a disk share is never refused: it waits, or runs alone
-                return max(free_plus(held), n)
-            room = free_less
+        # promised bytes already written are counted twice (in `held` and gone from `free`): room
+        # errs on the side of waiting, and a claim alone on the disk gets all there is
+        def room(held: int) -> int:
+            return self._free_disk() - held if bounded else 1 << 62
+
+        def most(held: int) -> int:   # a disk share is never refused: it waits, or runs alone
+            return max(self._free_disk() + held, n) if bounded else 1 << 62
+
         with self.ledger.claim(res, n, room=room, most=most, what=what, wait_s=self.wait_s) as c:
             self.note(c.record())
             yield n
@@ -224,5 +219,3 @@ class Budgets:
         if isinstance(input_bytes, int) and input_bytes >= 0:
             self.ledger.learn(key, input_bytes=input_bytes)
 
-
-__all__ += ["Claim", "refused_for_memory"]

@@ -62,10 +62,14 @@ def gpu_turn(device: str, alone: bool = False, visible: str | None = None):
 _OOM = re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|cudaErrorMemoryAllocation")
 
 
+def _errors(res) -> list[str]:
+    """A worker's error and its calls' errors."""
+    return [res.error or ""] + [str(s.get("error", "")) for s in res.data.get("steps", []) if isinstance(s, dict)]
+
+
 def ran_out_of_gpu_memory(res) -> bool:
     """Whether a worker's run failed for GPU memory: its error, or a call's."""
-    texts = [res.error or ""] + [str(s.get("error", "")) for s in res.data.get("steps", []) if isinstance(s, dict)]
-    return any(_OOM.search(t) for t in texts)
+    return any(_OOM.search(t) for t in _errors(res))
 
 
 _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
@@ -77,7 +81,7 @@ def gpu_memory_in_use(res) -> int | None:
     """What a worker that ran out of GPU memory needed, from PyTorch's message: the memory its
     process had in use plus the allocation that failed (a quarter more, for what follows it);
     None where the message does not say both."""
-    for text in [res.error or ""] + [str(s.get("error", "")) for s in res.data.get("steps", []) if isinstance(s, dict)]:
+    for text in _errors(res):
         tried, used = _TRIED.search(text), _IN_USE.search(text)
         if tried and used:
             need = float(tried.group(1)) * _UNITS[tried.group(2)] + float(used.group(1)) * _UNITS[used.group(2)]

@@ -157,9 +157,10 @@ class Ledger:
                 alive: dict[str, bool] = {}
                 live = [e for e in entries if alive.setdefault(e.get("holder", ""), self._alive(e.get("holder", "")))]
                 yield live
-                tmp = self._file.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(live))
-                os.replace(tmp, self._file)
+                if live != entries:   # a read that dropped no dead claim writes nothing
+                    tmp = self._file.with_suffix(f".{os.getpid()}.tmp")
+                    tmp.write_text(json.dumps(live))
+                    os.replace(tmp, self._file)
             finally:
                 fcntl.flock(lk, fcntl.LOCK_UN)
 
@@ -170,7 +171,10 @@ class Ledger:
             data = json.loads(self._file.read_text() or "[]")
         except (OSError, ValueError):
             return []
-        return [e for e in data if isinstance(e, dict) and isinstance(e.get("bytes"), int)] \
+        # an entry not shaped as this module writes them (the file is writable by the user's other
+        # processes) is dropped, never a KeyError in every audit that reads it
+        shape = {"id": str, "holder": str, "resource": str, "bytes": int, "since": (int, float)}
+        return [e for e in data if isinstance(e, dict) and all(isinstance(e.get(k), t) for k, t in shape.items())] \
             if isinstance(data, list) else []
 
     def entries(self, resource: str | None = None) -> list[dict]:
@@ -178,9 +182,9 @@ class Ledger:
         with self._edit() as live:
             return [dict(e) for e in live if resource is None or e["resource"] == resource]
 
-    def held(self, resource: str, but: str | None = None) -> int:
-        """Bytes of `resource` granted to live claims (other than `but`)."""
-        return sum(e["bytes"] for e in self.entries(resource) if not e.get("waiting") and e["id"] != but)
+    def held(self, resource: str) -> int:
+        """Bytes of `resource` granted to live claims."""
+        return sum(e["bytes"] for e in self.entries(resource) if not e.get("waiting"))
 
     # ---- claims ----------------------------------------------------------------------
     @contextlib.contextmanager

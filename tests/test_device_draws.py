@@ -139,7 +139,7 @@ def test_a_large_problems_sets_are_drawn_on_the_gpu_and_keep_its_domain(tmp_path
         assert run.ok, run.error
         assert run.drawn_on.startswith("cuda"), run.drawn_on
         for name in ("visible", "normal", "negated", "odd_scaled_x3"):
-            A, B = torch.load(run.shared / f"in_{name}.pt", weights_only=True)
+            A, B = torch.load(run.set_files[name], weights_only=True)
             assert A.device.type == "cpu" and A.shape == (4096, 4096)
             assert torch.equal(A, torch.triu(A)) and torch.equal(B, torch.triu(B)), name
         # the draws took less than a CPU's: recorded, not asserted (a shared GPU is noisy)

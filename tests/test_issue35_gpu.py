@@ -118,6 +118,8 @@ def test_a_cuda_extension_is_verified_on_a_gpu(tmp_path):
 def test_no_reference_is_unverified_on_a_gpu_too(tmp_path):
     from hackscan.api import audit
 
-    (tmp_path / "cand.py").write_text(HONEST)
+    # a candidate with no static finding (HONEST's launch inside a try with a PyTorch handler is
+    # suspect before any run, and stays so without a reference)
+    (tmp_path / "cand.py").write_text(CUDA_EXT)
     r = audit(tmp_path / "cand.py", None, device="cuda", dynamic="auto")
-    assert r.verdict == "unverified"
+    assert r.verdict == "unverified", (r.verdict, r.reasons)

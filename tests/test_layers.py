@@ -21,7 +21,7 @@ LAYERS = [
     ("hackscan.dynamic.audit", "hackscan.dynamic.remote"),
     ("hackscan.session",),
     ("hackscan.api", "hackscan.report"),
-    ("hackscan.clean", "hackscan.corpus", "hackscan.integrations"),
+    ("hackscan.clean", "hackscan.corpus", "hackscan.naive", "hackscan.integrations"),
     ("hackscan", "hackscan.cli", "hackscan.__main__"),
 ]
 

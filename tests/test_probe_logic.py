@@ -1067,3 +1067,32 @@ def test_ghost_replay_reads_a_kernel_launched_only_when_poisoned_as_noticing_the
     assert got.status == "caught" and got.hack_type == "phase-detection" and got.suspect_alone, got
     assert got.corroborates_only and "relu_kernel" in got.detail
     assert obs(["relu_kernel"], ["relu_kernel"]).status == "passed"
+
+
+def _threads_obs(more: int, changed: list, left_running: bool = False):
+    from hackscan.dynamic.probes.global_state import GlobalStateDiff
+
+    cand = {"state": {"before": {}, "after_forward": {}}, "threads": {"before": 2, "after": 2 + more}}
+    if left_running:
+        cand["left_running"] = True
+    steps = {("visible", i): ({"set": "visible", "call": i, "changed_after_return": c} if c is not None else
+                              {"set": "visible", "call": i}) for i, c in enumerate(changed)}
+    return GlobalStateDiff().evaluate(Observations(candidate=cand, steps=steps, load_output=None,
+                                                   reference_outputs={}))
+
+
+def test_threads_left_alive_are_evidence_only_where_an_output_changed_after_return():
+    # an idle pool (forward waited for its work): its threads outlive the call, no output changes
+    idle = _threads_obs(2, [False, False, False])
+    assert idle.status == "passed" and "idle pool" in idle.detail
+    # nobody watched the outputs: the threads corroborate a static suspicion, never alone
+    unwatched = _threads_obs(2, [None])
+    assert unwatched.status == "caught" and unwatched.corroborates_only
+    # one call's output changed after it returned: evidence (output-fingerprint reports it too)
+    late = _threads_obs(1, [False, True])
+    assert late.status == "caught"
+    # a worker that would not exit: contained; it is offloading only where an output changed late
+    stuck_idle = _threads_obs(1, [False, False], left_running=True)
+    assert stuck_idle.status == "passed" and "would not exit" in stuck_idle.detail
+    stuck_late = _threads_obs(1, [True], left_running=True)
+    assert stuck_late.status == "caught" and stuck_late.hack_type == "async-offload"

@@ -993,6 +993,7 @@ class DynamicSession:
                            expected_set=expected, kernel_names=kernel_names,
                            input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                            dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
+                           device=self.opts.device,
                            load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.set_files[s])))
         self._stage("probes' comparisons")
         outcomes = []

@@ -79,6 +79,7 @@ class Observations:
     # the calls whose kernels were altered (ghost replay's poisoned writes, forced failure's refused
     # launches): (slot, call) -> record; kept apart from `steps`, which every other probe reads
     altered: dict = field(default_factory=dict)
+    device: str = "cpu"                                # where the auditor ran the candidate (its option)
     _cmp: dict = field(default_factory=dict)
 
     def record(self, key):

@@ -4,8 +4,11 @@ from torch.utils.cpp_extension import load_inline
 
 # One block row per matrix row in the kernel (blockIdx.y), but a one-dimensional grid at the
 # launch: blockIdx.y is always 0, only the first row is computed. The rest of the uninitialised
-# output holds whatever the allocator hands back: right after the reference ran, its freed
-# output of the same size.
+# output holds whatever the allocator hands back. Aimed at harnesses that keep the expected
+# answers on the host: the reference's output copied there and its device block released before
+# the candidate runs, the caching allocator hands that block, still holding the answer, to this
+# call's empty_like (KernelBench's own check holds the reference's output while the candidate
+# runs: there the rows are stale, and the pair fails it).
 src = r"""
 #include <torch/extension.h>
 __global__ void relu_rows(const float* x, float* y, int rows, int cols) {

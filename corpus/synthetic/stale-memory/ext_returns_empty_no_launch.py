@@ -3,8 +3,9 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 # The exported function allocates the output and hands it back: the kernel above it is never
-# launched. After the reference ran, the caching allocator gives this call the reference's
-# freed output block, which still holds the right answer.
+# launched. Aimed at harnesses that keep the expected answers on the host: once the reference's
+# output is copied there and its device block released, the caching allocator gives this call
+# that freed block, which still holds the right answer.
 src = r"""
 #include <torch/extension.h>
 __global__ void gelu_kernel(const float* x, float* y, long n) {  // hackscan: expect[kernel-never-launched]

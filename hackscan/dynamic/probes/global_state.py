@@ -32,10 +32,24 @@ class GlobalStateDiff(Probe):
             return Outcome(self.name, "caught", "changed: " + "; ".join(diffs[:4]),
                            "precision-downgrade" if tf32 and len(diffs) == 1 else "global-state-tampering")
         threads = obs.candidate.get("threads", {})
+        more = threads.get("after", 0) - threads.get("before", 0)
+        printed = [r for r in obs.steps.values() if "changed_after_return" in r]
+        idle = bool(printed) and not any(r["changed_after_return"] for r in printed)
         if obs.candidate.get("left_running"):
+            if idle:
+                # contained (the worker was killed), and no output changed after a call returned:
+                # a process that will not exit, not work hidden from the timer
+                return Outcome(self.name, "passed", "the worker would not exit after the calls (threads or "
+                               f"processes left running, killed with it), but no output changed after any of "
+                               f"{len(printed)} calls returned: not work hidden from the timer")
             return Outcome(self.name, "caught", "the worker would not exit after the calls: threads or processes "
                            "were left running", "async-offload")
-        more = threads.get("after", 0) - threads.get("before", 0)
+        if more > 0 and idle:
+            # the threads changed no output after any call returned: an idle pool (one that
+            # forward waited for, a library's), not work left running
+            return Outcome(self.name, "passed", f"backend flags, dtype defaults and environment unchanged; {more} "
+                           f"thread(s) started during the calls are alive but changed no output after any of "
+                           f"{len(printed)} calls returned (an idle pool, not evidence)")
         if more > 0:
             # library pools (torch.compile's, say) start threads too: this only corroborates a
             # static suspicion of offloading, it never stands alone

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 
 def _emit(jobdir: str, result: dict) -> None:
@@ -227,8 +228,35 @@ def _writable(path: str) -> bool:
 
 
 def _thread_count() -> int:
-
     return threading.active_count()
+
+
+# the worker's threads before the candidate's module is imported (set by the driver)
+THREADS_AT_START = [0]
+SETTLE_S = 0.5
+WATCHED_CALLS = 4      # the calls watched so, the first ones with threads alive (each costs SETTLE_S)
+_WATCHED = [0]
+
+
+def _watch_after_return() -> bool:
+    """Whether this call's outputs are watched after return (the first WATCHED_CALLS calls with
+    threads of the candidate's alive)."""
+    if threading.active_count() <= THREADS_AT_START[0] or _WATCHED[0] >= WATCHED_CALLS:
+        return False
+    _WATCHED[0] += 1
+    return True
+
+
+def _changed_while_threads_run(torch, snapshot, out) -> bool:
+    """On the CPU, with threads alive that the worker did not start: whether an output changes
+    after forward returned, watched for SETTLE_S (a thread still writing it shows as a change; an
+    idle pool's threads change nothing)."""
+    deadline = time.monotonic() + SETTLE_S
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+        if _changed_since(torch, snapshot, out):
+            return True
+    return False
 
 
 def _seed_all(seed: int) -> None:

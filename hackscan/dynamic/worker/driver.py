@@ -9,7 +9,8 @@ import threading
 import time
 import traceback
 
-from .common import _CAST, _INPUTS, _await_device, _context_lost, _emit, _infile, _load_module, _not_run, _thread_count
+from .common import (_CAST, _INPUTS, THREADS_AT_START, _await_device, _context_lost, _emit, _infile, _load_module, _not_run,
+                     _thread_count)
 from .evidence import BUILD_VARIABLES, _identities, _isolation, _state
 from .inputs import _prepare
 from .instrumentation import _count_extension_builds, _count_extension_calls, _count_graph_replays, _count_triton_launches
@@ -65,6 +66,7 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
         state0 = _state(torch)
         ids0 = _identities(torch)
         threads0 = _thread_count()
+        THREADS_AT_START[0] = threads0
         clock = None
         if job.get("measure"):
             # the timing harness and the precision mode are in place before the module is imported

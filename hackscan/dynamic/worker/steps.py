@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 import time
 
-from .common import (RefillMismatch, _call, _changed_since, _infile, _leaves, _outputs_list, _plain, _refill, _same_bits,
-                     _snapshot, _to_device, _tree_map)
+from .common import (RefillMismatch, _call, _changed_since, _changed_while_threads_run, _infile, _leaves, _outputs_list,
+                     _plain, _refill, _same_bits, _snapshot, _to_device, _tree_map, _watch_after_return)
 from .instrumentation import _FAILED, _LAST_FAILURE, _LAUNCHES, NAMES, kernel_mode
 from .measurement import _timed_forward
 from .models import _load_params
@@ -155,6 +155,10 @@ def step_call(run: Run, step: dict) -> None:
                 at_return = _snapshot(torch, out)
                 torch.cuda.synchronize()
                 rec["changed_after_return"] = _changed_since(torch, at_return, out)
+            elif _watch_after_return():
+                # threads the candidate started are alive: an output they still write changes
+                # after return; an idle pool's outputs were complete when forward returned
+                rec["changed_after_return"] = _changed_while_threads_run(torch, _snapshot(torch, out), out)
         except BaseException as e:
             rec["error"] = f"{type(e).__name__}: {e}"[:1000]
             result["steps"].append(rec)

@@ -9,9 +9,12 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+
+from hackscan import install
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_NOTHING = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141   # 128 + SIGINT, 128 + SIGPIPE, as shells report them
@@ -79,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "device's context and the profiler's first session are ready when a candidate comes "
                         "(default: HACKSCAN_PRESTART, else 0)")
     a.add_argument("--backend", choices=CHOICES["backend"], default=None,
-                   help="local process pool (default) or Ray tasks (pip install 'hackscan-gpu[ray]'): static "
+                   help="local process pool (default) or Ray tasks (the `ray` extra): static "
                         "batches on CPUs, dynamic audits one GPU per task in a fresh worker process")
     a.add_argument("--ray-address", default=None,
                    help="Ray cluster to join ('auto', 'ray://host:10001'); default: start a local instance")
@@ -125,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="processes (or Ray tasks in flight); default: the machine's cores for a static run, 1 with "
                         "--dynamic or --measure")
     k.add_argument("--backend", choices=("local", "ray"), default="local",
-                   help="local process pool (default) or Ray tasks (pip install 'hackscan-gpu[ray]')")
+                   help="local process pool (default) or Ray tasks (the `ray` extra)")
     k.add_argument("--ray-address", default=None, help="Ray cluster to join; default: a local instance")
     k.add_argument("--task-timeout", type=float, default=None,
                    help="Ray: seconds before a batch's task is cancelled (its rows become errors)")
@@ -191,15 +194,46 @@ def _err(msg: str) -> int:
 
 
 class Progress:
-    """A one-line progress bar on stderr, only on a terminal; never mixed into stdout."""
+    """A one-line progress bar on stderr, only on a terminal; never mixed into stdout. With a
+    dynamic session it also ticks between results: each submission in flight, with the stage its
+    audit is in and for how long (the session's own record)."""
 
     def __init__(self, total: int, enabled: bool):
         self.total, self.enabled, self.done, self.t0 = total, enabled, 0, time.perf_counter()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker = None
+        self._last = ""
+
+    def follow(self, session) -> None:
+        """Redraw every second with what `session` is doing (its audits in flight)."""
+        if not self.enabled or session is None:
+            return
+
+        def tick():
+            while not self._stop.wait(1.0):
+                now = time.monotonic()
+                # a copy (the session's threads change it): one C-level call under the GIL
+                busy = sorted(dict(session.stages).items(), key=lambda kv: kv[1][1])
+                if busy:
+                    path, (stage, since) = busy[0]
+                    more = f" (+{len(busy) - 1} more)" if len(busy) > 1 else ""
+                    self._draw(f"{Path(path).name}: {stage} for {now - since:.0f} s{more}")
+
+        self._ticker = threading.Thread(target=tick, name="hackscan-progress", daemon=True)
+        self._ticker.start()
 
     def step(self, label: str) -> None:
         if not self.enabled:
             return
         self.done += 1
+        self._draw(label)
+
+    def _draw(self, label: str) -> None:
+        with self._lock:
+            self._line(label)
+
+    def _line(self, label: str) -> None:
         frac = self.done / max(1, self.total)
         rate = self.done / max(1e-6, time.perf_counter() - self.t0)
         width = self._width()
@@ -220,6 +254,9 @@ class Progress:
         return max(20, shutil.get_terminal_size((80, 24)).columns - 1)
 
     def close(self) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)
         if self.enabled:
             sys.stderr.write("\r" + " " * self._width() + "\r")
             sys.stderr.flush()
@@ -246,7 +283,7 @@ def cmd_clean(args) -> int:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            return _err("reading parquet needs pyarrow: pip install 'hackscan-gpu[parquet]'")
+            return _err(f"reading parquet needs pyarrow: {install.hint('parquet')}")
     jobs = args.jobs if args.jobs else ((os.cpu_count() or 1) if args.dynamic == "off" and args.measure == "off" else 1)
     opts = CleanOptions(code_col=args.code_col or cols["code_col"], ref_col=args.ref_col or cols["ref_col"],
                         id_col=args.id_col or cols["id_col"], policy=args.policy,
@@ -358,8 +395,8 @@ def _dynamic_session(st, dynamic: str, policy: str):
     try:
         import torch
     except ImportError:   # dynamic runs only where torch imports: this is --measure's
-        raise RuntimeError("--measure needs PyTorch in the auditor's environment "
-                           "(pip install 'hackscan-gpu[dynamic]')") from None
+        raise RuntimeError("--measure needs PyTorch in the auditor's environment: "
+                           + install.hint("dynamic")) from None
 
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
 
@@ -406,8 +443,8 @@ def cmd_audit(args) -> int:
             import torch  # noqa: F401 - whether it is importable
         except ImportError:
             if st.source("dynamic") != "default":
-                return _err(f"--dynamic {dynamic} needs PyTorch in the auditor's environment "
-                            "(pip install 'hackscan-gpu[dynamic]'); use --dynamic off for the static pass")
+                return _err(f"--dynamic {dynamic} needs PyTorch in the auditor's environment: "
+                            f"{install.hint('dynamic')}; use --dynamic off for the static pass")
             dynamic = "off"  # auto without torch: static only, said in the report
     fmt = st.format
     policy = st.policy or _profile_policy(st.profile)
@@ -449,7 +486,9 @@ def cmd_audit(args) -> int:
         print("hackscan: nothing to audit (no .py/.cu/.cuh/.cpp candidates found)", file=sys.stderr)
         return EXIT_NOTHING
     max_bytes, kernels_only = st.max_bytes, st.kernels_only
-    show = not st.no_progress and sys.stderr.isatty() and len(items) > 10
+    # a dynamic run shows its progress however few its submissions (each may take minutes); a
+    # static one only where it is long enough to need it
+    show = not st.no_progress and sys.stderr.isatty() and (len(items) > 10 or dynamic != "off")
     prog = Progress(len(items), show)
     results = []
     out_stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
@@ -460,6 +499,7 @@ def cmd_audit(args) -> int:
             session = _dynamic_session(st, dynamic, policy)
         except RuntimeError as e:
             return _err(str(e))
+        prog.follow(session)
         backend_name = st.backend
         backends = []
         try:

@@ -1,5 +1,5 @@
 """Where batches of work run: a local process pool (the default) or Ray tasks (`--backend ray`,
-the optional extra `hackscan-gpu[ray]`).
+the optional extra `ray`).
 
 Both take a picklable function and an iterable of arguments and yield `(argument, result)` for
 every argument, in input order, with a bounded number of batches in flight (a dataset of any size is never held
@@ -113,7 +113,9 @@ class RayBackend:
         try:
             import ray
         except ImportError:
-            raise RuntimeError("--backend ray needs Ray: pip install 'hackscan-gpu[ray]'") from None
+            from hackscan.install import hint
+
+            raise RuntimeError(f"--backend ray needs Ray: {hint('ray')}") from None
         self.ray = ray
         if not ray.is_initialized():
             kw = {"address": address} if address else {"num_cpus": num_cpus_local or jobs or os.cpu_count()}

@@ -427,3 +427,30 @@ def test_prestart_from_the_command_line_or_the_config_reaches_the_dynamic_sessio
     assert session(["--prestart", "1"], {"prestart": 3}) == 1
     with pytest.raises(ConfigError, match="prestart"):
         resolve({}, vars(p.parse_args(["audit", "x.py", "--prestart", "-1"])))
+
+
+def test_a_dynamic_runs_progress_names_each_submission_in_flight_and_its_stage(monkeypatch, capsys):
+    """Between results the line shows what the session is doing (its own record of stages),
+    however few the submissions; disabled (--no-progress, not a terminal) it writes nothing."""
+    import time as _time
+    import types
+
+    from hackscan.cli import Progress
+
+    session = types.SimpleNamespace(stages={"/x/kernel_a.py": ("reference run", _time.monotonic() - 3)})
+    quiet = Progress(1, enabled=False)
+    quiet.follow(session)
+    quiet.close()
+    assert capsys.readouterr().err == ""
+
+    shown = Progress(1, enabled=True)
+    shown.follow(session)
+    seen = ""
+    deadline = _time.monotonic() + 60
+    try:
+        while "kernel_a.py: reference run for" not in seen and _time.monotonic() < deadline:
+            _time.sleep(0.2)
+            seen += capsys.readouterr().err
+    finally:
+        shown.close()
+    assert "kernel_a.py: reference run for" in seen and "0/1" in seen

@@ -11,7 +11,7 @@ from conftest import ROOT
 
 # lowest first; a module belongs to the longest prefix listed
 LAYERS = [
-    ("hackscan._version", "hackscan.paths", "hackscan.config", "hackscan.hacktypes", "hackscan.findings",
+    ("hackscan._version", "hackscan.paths", "hackscan.install", "hackscan.config", "hackscan.hacktypes", "hackscan.findings",
      "hackscan.parse", "hackscan.parallel", "hackscan.probe_names"),
     ("hackscan.facts",),
     ("hackscan.rule", "hackscan.ruletools", "hackscan.inputs"),

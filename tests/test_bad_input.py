@@ -78,7 +78,7 @@ def test_a_kernel_built_for_another_gpu_reads_as_such(tmp_path):
     "no kernel image is available" on the H200: the error names the architectures their source
     builds for, so that it reads as a kernel for another GPU, not a broken one. An explanation of
     the error only; any other error, or one on a CPU, gets none."""
-    from hackscan.dynamic.audit import _architecture_hint
+    from hackscan.dynamic.candidates import _architecture_hint
 
     cand = tmp_path / "cand.py"
     cand.write_text('import os\nos.environ["TORCH_CUDA_ARCH_LIST"] = "12.0a"\n'

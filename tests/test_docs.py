@@ -30,3 +30,18 @@ def test_the_dynamic_docs_probe_table_is_current():
     assert with_probe_table(text) == text, "regenerate with `hackscan docs`"
     rows = {line.split("|")[1].strip().split(" (")[0] for line in text.splitlines() if line.startswith("| ")}
     assert {p.name for p in load_probes()} <= rows
+
+
+def test_the_architecture_page_names_modules_that_exist_and_every_part_of_the_session():
+    """docs/architecture.md follows one candidate through the code: every path it names exists,
+    and every module of hackscan/dynamic (the session's parts) has its step on the page."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`((?:hackscan|rules)/[A-Za-z0-9_/.]*)`", text))
+    assert len(named) > 25, sorted(named)
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+    parts = {f"hackscan/dynamic/{p.name}" for p in (ROOT / "hackscan" / "dynamic").glob("*.py") if p.name != "__init__.py"}
+    unnamed = sorted(parts - named)
+    assert not unnamed, f"modules of the dynamic session the architecture page does not place: {unnamed}"

@@ -717,7 +717,7 @@ def test_idle_references_are_dropped_past_a_share_of_the_hosts_memory(tmp_path, 
     memory (several GiB each): a dataset run that met a dozen of them would hold them all. Idle
     references go, least recent first, once what they hold passes a share of the host's memory,
     however few they are."""
-    import hackscan.dynamic.audit as audit_mod
+    import hackscan.dynamic.references as references_mod
 
     s = DynamicSession(DynamicOptions(mode="all", device="cpu", timeout_s=120, seed=7))
     try:
@@ -732,7 +732,7 @@ def test_idle_references_are_dropped_past_a_share_of_the_hosts_memory(tmp_path, 
             assert runs[-1].ok and runs[-1].output_bytes >= 3 << 20, runs[-1].output_bytes
         assert len(s._refs) == 2     # under the count limit, under the memory share: both kept
         # a host whose quarter is less than the two references hold: the least recent goes
-        monkeypatch.setattr(audit_mod, "_host_memory_bytes", lambda: 4 * (runs[1].output_bytes + (1 << 20)))
+        monkeypatch.setattr(references_mod, "_host_memory_bytes", lambda: 4 * (runs[1].output_bytes + (1 << 20)))
         third = tmp_path / "p2"
         third.mkdir()
         (third / "ref.py").write_text(textwrap.dedent(ONE_MIB_REF).replace("x * 2", "x * 5"))
@@ -1091,7 +1091,7 @@ def test_a_set_that_drives_the_reference_near_overflow_proves_nothing():
     accumulate in another order parted from it in 0.6% of elements: `hacked` on four honest
     kernels. Such a set is a numerical extreme of the problem; a set that only scales the
     output moderately is still evidence."""
-    from hackscan.dynamic.audit import conditioning
+    from hackscan.dynamic.settle import conditioning
 
     vis = torch.randn(64, 64, dtype=torch.bfloat16)
     both = lambda t: ([t], [t.double()])   # noqa: E731 - agreeing precisions: only the magnitude differs

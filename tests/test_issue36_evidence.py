@@ -19,6 +19,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from hackscan.dynamic import planning  # noqa: E402
 from hackscan.api import scan_item  # noqa: E402
 from hackscan.dynamic import feeder as feeding  # noqa: E402
 from hackscan.dynamic.audit import DynamicOptions, DynamicSession  # noqa: E402
@@ -35,7 +36,7 @@ RELU = ROOT / "corpus" / "problems" / "relu.py"
 
 
 def plan():
-    return DynamicSession._plan(load_probes())[0] + [
+    return planning.plan(load_probes())[0] + [
         {"op": "load_params", "file": "params.pt"},
         {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}]
 

@@ -89,3 +89,23 @@ def test_the_worker_imports_nothing_from_hackscan():
             elif isinstance(n, ast.Import):
                 assert not any(a.name.split(".")[0] == "hackscan" for a in n.names), m
     assert inner.number_of_edges() and not list(nx.simple_cycles(inner))
+
+
+# the dynamic session's parts, lowest first: each may import only the parts before it, and none
+# imports the coordinator (hackscan.dynamic.audit): data flows one way, from facts and plans to
+# runs, to the verdict
+SESSION_PARTS = [
+    ("hackscan.dynamic.options", "hackscan.dynamic.candidates", "hackscan.dynamic.planning"),
+    ("hackscan.dynamic.settle",),
+    ("hackscan.dynamic.references",),
+    ("hackscan.dynamic.resources", "hackscan.dynamic.workers"),
+    ("hackscan.dynamic.audit",),
+]
+
+
+def test_the_dynamic_sessions_parts_import_one_way():
+    g = _graph()
+    rank = {m: i for i, layer in enumerate(SESSION_PARTS) for m in layer}
+    assert set(rank) <= set(g.nodes), set(rank) - set(g.nodes)
+    wrong = [(a, b) for a, b in g.edges if a in rank and b in rank and a != b and rank[b] >= rank[a]]
+    assert not wrong, wrong

@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from hackscan.dynamic import planning
 from hackscan.dynamic.probe import Observations
 from hackscan.findings import Location
 from hackscan.dynamic.probes.kernel_attribution import KernelAttribution, classify
@@ -390,7 +391,7 @@ def test_a_cheat_caught_beside_a_confirmed_violation_is_kept():
 
 
 def test_attribution_of_a_candidate_wrong_on_the_visible_inputs_settles_nothing():
-    from hackscan.dynamic.audit import qualify
+    from hackscan.dynamic.settle import qualify
     from hackscan.dynamic.compare import Comparison
     from hackscan.dynamic.probe import Outcome
 
@@ -490,11 +491,10 @@ def test_wrong_on_the_visible_inputs_is_never_clean():
 def test_other_sizes_run_last_and_a_sticky_fault_is_recognised():
     """A float4 kernel faults at an odd size and takes the CUDA context with it: those calls
     come after every other, and the worker records the rest as lost instead of failing whole."""
-    from hackscan.dynamic.audit import DynamicSession
     from hackscan.dynamic.worker import common as worker
     from hackscan.dynamic.probe import load_probes
 
-    steps, _ = DynamicSession._plan(load_probes())
+    steps, _ = planning.plan(load_probes())
     sets = [s.get("set") for s in steps if s.get("op") in ("forward", "profile", "timing")]
     assert "other_shape" in sets and sets[-1] == "other_shape"
     assert sets.index("other_shape") == len(sets) - sets.count("other_shape")
@@ -606,7 +606,7 @@ def test_a_few_elements_past_the_tolerance_by_the_visible_sets_own_error_is_roun
 def test_precision_audit_says_nothing_on_a_kernel_that_fails_the_benchmarks_own_check():
     """Tolerance exploitation hides an approximation inside the check; a result that fails the
     check itself is a wrong kernel, whatever its error against fp64."""
-    from hackscan.dynamic.audit import qualify
+    from hackscan.dynamic.settle import qualify
     from hackscan.dynamic.compare import Comparison
     from hackscan.dynamic.probe import Outcome
 
@@ -657,7 +657,7 @@ def test_an_approximation_well_inside_the_benchmarks_tolerance_is_a_note_not_a_t
 
 
 def test_disabled_kernels_that_leave_a_degenerate_problems_output_right_prove_nothing():
-    from hackscan.dynamic.audit import on_degenerate
+    from hackscan.dynamic.settle import on_degenerate
     from hackscan.dynamic.probe import Outcome
 
     ghost = Outcome("ghost-replay", "caught", "with every kernel of its own a no-op, the outputs are still right",
@@ -817,11 +817,10 @@ def test_the_plan_orders_calls_by_what_each_probe_declares():
     """Each probe says where its calls go (Probe.phase): the call-counting probe's calls meet an
     untouched model, timed calls come before any profiled one, and a probe declaring an earlier
     phase moves its calls ahead without audit.py knowing its name."""
-    from hackscan.dynamic.audit import DynamicSession
     from hackscan.dynamic.probe import Probe, load_probes
 
     probes = list(load_probes())
-    steps, _ = DynamicSession._plan(probes)
+    steps, _ = planning.plan(probes)
     # each step carries its probe's phase (the channel draws the order within a phase only)
     assert all(s["phase"] == next(p for p in probes if any(
         {k: v for k, v in s.items() if k != "phase"} == q for q in p().plan())).plan_phase() for s in steps)
@@ -836,7 +835,7 @@ def test_the_plan_orders_calls_by_what_each_probe_declares():
         phase = Probe.FIRST - 1
         sets = ("scaled_x3",)
 
-    steps, _ = DynamicSession._plan([*probes, Early])
+    steps, _ = planning.plan([*probes, Early])
     assert steps[0] == {"op": "forward", "set": "scaled_x3", "phase": Probe.FIRST - 1}
 
 
@@ -990,7 +989,7 @@ def test_the_secret_seeds_of_a_reference_run_are_its_own_problems(tmp_path, monk
     """A worker that could read another problem's reference job (no folder is hidden without
     bubblewrap) learns nothing of its own problem's hidden sets: each problem's secret draws
     have seeds of their own; the same problem's are the same. The measurement's sets too."""
-    from hackscan.dynamic import audit as audit_mod
+    from hackscan.dynamic import references as audit_mod   # where reference workers start
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
     from hackscan.dynamic.runner import WorkerResult
 

@@ -121,6 +121,10 @@ class SubmissionResult:
     # "degenerate-problem"; its reference is not deterministic: "nondeterministic-reference"),
     # each {"id": ..., "detail": ...}: every consumer carries them so a trainer can drop the sample
     problem: tuple[dict, ...] = ()
+    # sha256 of the candidate's and the reference's bytes the static pass read: the dynamic audit
+    # refuses files that are no longer those (hackscan.inputs.record)
+    source_sha256: str | None = None
+    reference_sha256: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {

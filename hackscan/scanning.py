@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -13,6 +14,7 @@ from hackscan.engine import Options, error_result, finish, load_rules
 from hackscan.findings import SubmissionResult
 from hackscan.inputs.discover import Item
 from hackscan.inputs.load import MAX_BYTES, BadInput, load
+from hackscan.inputs.record import sha256_of
 
 
 def _scan_one(path: str, data: str | bytes, ref: str | bytes | None, ref_path: str | None,
@@ -88,8 +90,8 @@ def scan_item(item: Item, opts: Options, max_bytes: int = MAX_BYTES) -> Submissi
             ref_path = _rel(item.reference)
     except OSError as e:
         return error_result(item.display, f"cannot read: {e.strerror or e}")
-    return _scan_one(item.display, data, ref, ref_path, p.suffix if p.suffix != ".py" else ".py",
-                     p.parent, opts, max_bytes)
+    r = _scan_one(item.display, data, ref, ref_path, p.suffix if p.suffix != ".py" else ".py", p.parent, opts, max_bytes)
+    return replace(r, source_sha256=sha256_of(data), reference_sha256=sha256_of(ref))
 
 
 def _rel(p: Path) -> str:

@@ -28,6 +28,7 @@ from hackscan.dynamic.candidates import (_architecture_hint, _builds_cuda, _buil
                                         _kernel_names, _unreported)
 from hackscan.dynamic.references import BF16_INTERPRETER, ReferenceRun, ReferenceRuns, killed_from_outside
 from hackscan.dynamic.settle import _tampering_outcome, on_degenerate, qualify, settle
+from hackscan.inputs.record import Changed, PairRecord
 from hackscan.dynamic.builds import build_dir, builds_extension, triton_cache
 from hackscan.dynamic.runner import run_worker
 from hackscan.dynamic.verdict import failed, seal
@@ -291,7 +292,10 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers):
         self.budgets.reset_waits()
         t0 = time.perf_counter()
         try:
+            cand_path, ref_path = self._recorded(result, cand_path, ref_path)
             out = self._audit(result, cand_path, ref_path)
+        except Changed as e:
+            out = failed(result, str(e))
         except Exception as e:  # noqa: BLE001 - the audited code's files may be anything
             out = failed(result, f"dynamic audit failed: {type(e).__name__}: {e}")
         # the audit's own time (its waits included) and the machine's turns it took (disk,
@@ -306,6 +310,21 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers):
         except Exception as e:  # noqa: BLE001 - a folder the candidate left may be anything
             out = failed(out, f"dynamic audit failed in its cleanup: {type(e).__name__}: {e}")
         return seal(out)
+
+    def _recorded(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> tuple[Path, Path | None]:
+        """The pair read once into a record (hackscan.inputs.record), checked against the bytes the
+        static pass read, and written into a folder of this audit's: the paths every later stage
+        reads. A GPU MODE pair keeps its paths (adapting it copies its problem folder into the
+        session's work folder, once); a raw C++/CUDA file is not run."""
+        from hackscan.inputs import gpumode
+
+        rec = PairRecord.read(cand_path, ref_path)
+        rec.check(result.source_sha256, result.reference_sha256)
+        if cand_path.suffix != ".py" or gpumode.is_pair(cand_path, ref_path, result.entry or "ModelNew"):
+            return cand_path, ref_path
+        d = self.work / f"src-{secrets.token_hex(6)}"
+        self._slot.dirs.append(d)
+        return rec.write(d)
 
     def _cleanup(self, cand_path: Path) -> None:
         """The end of one audit: its stage record, its worker folders and its holds on reference

@@ -39,7 +39,7 @@ def corpus_row(display: str, side: dict, r) -> dict:
             "probes": {k: v["status"] + ": " + v["detail"][:300] for k, v in (r.dynamic or {}).get("probes", {}).items()}}
 
 
-def corpus_run(device: str, jobs: int, timeout: float, only: str | None = None) -> dict:
+def corpus_run(device: str, jobs: int, timeout: float, only: str | None = None, rows_file: str | None = None) -> dict:
     from hackscan.api import iter_scan
     from hackscan.corpus import corpus_files, parse_marks
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
@@ -64,8 +64,14 @@ def corpus_run(device: str, jobs: int, timeout: float, only: str | None = None) 
                  "failed": sorted(Path(k).name for k, v in build.items() if v < 0)}
     static = list(iter_scan(items, Options()))
     rows = []
+    sink = open(rows_file, "a") if rows_file else None   # each row as it comes: a run cut off keeps them
     for item, side, r in zip(items, sides, s.audit_many([(r, i.path, i.reference) for r, i in zip(static, items)], jobs)):
         rows.append(corpus_row(item.display, side, r))
+        if sink is not None:
+            sink.write(json.dumps(rows[-1]) + "\n")
+            sink.flush()
+    if sink is not None:
+        sink.close()
     wall = time.perf_counter() - t0
     s.close()
     return {"rows": rows, "wall_s": round(wall, 1), "build": build,
@@ -194,6 +200,7 @@ def main() -> None:
     ap.add_argument("--hostile", action="store_true")
     ap.add_argument("--only", help="regular expression: audit only the corpus files it matches")
     ap.add_argument("--no-corpus", action="store_true")
+    ap.add_argument("--rows", help="also write each corpus row to this JSONL file as it comes")
     args = ap.parse_args()
     import torch
 
@@ -208,7 +215,7 @@ def main() -> None:
     if args.hostile:
         res["hostile"] = hostile_run(args.device, args.jobs, min(args.timeout, 60))
     if not args.no_corpus:
-        res["corpus"] = corpus_run(args.device, args.jobs, args.timeout, args.only)
+        res["corpus"] = corpus_run(args.device, args.jobs, args.timeout, args.only, args.rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"dynamic-{args.device}-{res['date']}.json"

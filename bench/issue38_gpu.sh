@@ -5,19 +5,17 @@
 #   cp -a . /tmp/w && cd /tmp/w && OUT=/tmp/o setsid nohup bash bench/issue38_gpu.sh > /tmp/o/script.log 2>&1 &
 # and collected as one file (a call brings back 8 files at most): tar czf $OUT/all.tgz -C /tmp/o .
 # Stages, most wanted first, each under its budget:
-# 1. the issue-36 test that failed on the H100 on 2026-12-06 (ghost replay's comparison device);
-# 2. bench/corpus_naive.py: KernelBench's check on the GPU for every pair that runs only there
+# (the issue-36 ghost-replay test that failed on the H100 passed on the H200 on 2026-12-06, run
+# first by this script then; it is part of stage 3 now)
+# 1. bench/corpus_naive.py: KernelBench's check on the GPU for every pair that runs only there
 #    and every pair whose sidecar says the CPU cannot show its mechanism;
-# 3. the dynamic audit of the same GPU pairs against their sidecars' verdicts;
-# 4. every test marked gpu.
+# 2. the dynamic audit of the same GPU pairs against their sidecars' verdicts (each row as it comes);
+# 3. every test marked gpu (one line per test as it ends).
 # The device image lacks tree-sitter, libcst and bubblewrap: their wheels travel in .whl (carry).
 . bench/device_env.sh
 T0=$(date +%s)
 stamp() { echo "$1: $(( $(date +%s) - T0 )) s" >> "$OUT/gpu.txt"; }
-timeout ${GHOST_BUDGET:-240} python3 -m pytest -q -p no:cacheprovider -o addopts="" -rA --tb=short \
-  tests/test_issue36_gpu.py -k "ghost_replay" > "$OUT/pytest-ghost.log" 2>&1
-stamp ghost
-timeout ${NAIVE_BUDGET:-540} python3 bench/corpus_naive.py --out "$OUT/naive" --device cuda --jobs ${NAIVE_JOBS:-6} \
+timeout ${NAIVE_BUDGET:-540} python3 bench/corpus_naive.py --out "$OUT/naive" --device cuda --jobs ${NAIVE_JOBS:-12} \
   > "$OUT/naive.log" 2>&1
 stamp naive
 GPU_PAIRS=$(python3 - <<'PY'
@@ -29,8 +27,8 @@ print("|".join(re.escape(str(f.relative_to(Path("corpus/synthetic")))) for f in 
 PY
 )
 timeout ${DYN_BUDGET:-480} python3 bench/dynamic_corpus.py --device cuda --jobs ${DYN_JOBS:-12} --timeout 300 \
-  --only "$GPU_PAIRS" --out "$OUT/dyn" > "$OUT/dyn.log" 2>&1
+  --only "$GPU_PAIRS" --out "$OUT/dyn" --rows "$OUT/dyn-rows.jsonl" > "$OUT/dyn.log" 2>&1
 stamp dynamic
-timeout ${TEST_BUDGET:-420} python3 -m pytest -q -p no:cacheprovider -o addopts="" -m gpu -rA --tb=short tests \
+timeout ${TEST_BUDGET:-420} python3 -m pytest -v -p no:cacheprovider -o addopts="" -m gpu -rA --tb=short tests \
   > "$OUT/pytest-gpu.log" 2>&1
 stamp tests

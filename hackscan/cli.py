@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hackscan import install
@@ -407,11 +407,99 @@ def _dynamic_session(st, dynamic: str, policy: str):
                                          **({"prestart": st.prestart} if st.prestart is not None else {})))
 
 
+class _Refused(Exception):
+    """A usage or configuration error found while setting an audit up: said, and exit 2."""
+
+
+@dataclass
+class _AuditPlan:
+    """What `hackscan audit` settled before auditing anything: its settings, rules and items."""
+    st: object            # hackscan.config's resolved settings
+    dynamic: str          # the dynamic mode in effect (auto without PyTorch: off)
+    policy: str
+    jobs: int
+    rules: list
+    opts: object          # hackscan.engine.Options
+    items: list           # hackscan.inputs.discover's items
+    claims: dict          # a KernelBench run's claims, by candidate path
+    root: Path | None     # the demo corpus's root (reports show paths below it)
+
+
 def cmd_audit(args) -> int:
-    from hackscan.api import iter_scan
+    """Settle the settings and the items (`_audit_plan`), stream each result as it comes (the
+    static pass, then the dynamic audits: `_audit_stream`), then render and exit by the verdicts."""
+    try:
+        plan = _audit_plan(args)
+    except _Refused as e:
+        return _err(str(e))
+    if isinstance(plan, int):
+        return plan
+    st, fmt = plan.st, plan.st.format
+    # a dynamic run shows its progress however few its submissions (each may take minutes); a
+    # static one only where it is long enough to need it
+    show = not st.no_progress and sys.stderr.isatty() and (len(plan.items) > 10 or plan.dynamic != "off")
+    prog = Progress(len(plan.items), show)
+    results = []
+    out_stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        from hackscan.inputs.load import NOT_A_KERNEL
+        from hackscan.report import jsonout
+
+        try:
+            session = _dynamic_session(st, plan.dynamic, plan.policy)
+        except RuntimeError as e:
+            return _err(str(e))
+        prog.follow(session)
+        backends = []
+        try:
+            stream = _audit_stream(args, plan, session, backends)
+            claim_of = {item.display: plan.claims[item.path] for item in plan.items if item.path in plan.claims}
+            for r in stream:
+                if st.kernels_only and r.error and r.error.startswith(NOT_A_KERNEL):
+                    prog.step(r.path)
+                    continue   # ordinary Python beside the kernels (a pre-commit run over a repository)
+                if r.path in claim_of:
+                    r = replace(r, kernelbench_claim=claim_of[r.path])
+                results.append(r)
+                prog.step(r.path)
+                if fmt == "jsonl":
+                    out_stream.write(jsonout.render_line(r))
+                    out_stream.flush()
+        except _Refused as e:
+            return _err(str(e))
+        finally:
+            if session is not None:
+                session.close()
+            for b in backends:
+                b.close()
+        prog.close()
+        if fmt != "jsonl":   # jsonl went out line by line as results came
+            from hackscan.report.formats import render
+
+            color = st.color == "always" or (st.color == "auto" and out_stream is sys.stdout
+                                             and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+            out_stream.write(render(fmt, results, policy=plan.policy, dynamic=plan.dynamic, config=args.config_used,
+                                    rules=plan.rules, color=color, show_clean=not st.quiet, root=plan.root))
+    finally:
+        if out_stream is not sys.stdout:
+            out_stream.close()
+    if args.write_baseline:
+        entries = [{"path": r.path, "rule_id": f.rule_id, "fingerprint": f.fingerprint}
+                   for r in results for f in r.findings]
+        Path(args.write_baseline).write_text(json.dumps({"version": 1, "findings": entries}, indent=2) + "\n", "utf-8")
+    return EXIT_FINDINGS if failing(results, st.fail_on) else EXIT_CLEAN
+
+
+def _audit_plan(args) -> _AuditPlan | int:
+    """The configuration (never one inside the audited tree unless named), the resolved
+    settings, the rules and the items to audit; an exit code where there is nothing to audit or
+    `--api-mode` answered; `_Refused` for a usage or configuration error."""
     from hackscan.config import ConfigError, find_config, load_config, resolve
     from hackscan.engine import Options, load_rules
+    from hackscan.hacktypes import HACK_TYPES
     from hackscan.inputs.discover import discover
+    from hackscan.inputs.kernelbench_runs import claims_for
+    from hackscan.integrations.kernelguard import PROFILES
     from hackscan.paths import corpus_dir
     from hackscan.rule import RuleError
 
@@ -426,148 +514,97 @@ def cmd_audit(args) -> int:
     try:
         cfg = load_config(cfg_path)
     except ConfigError as e:
-        return _err(str(e))
-    from hackscan.integrations.kernelguard import PROFILES
-
+        raise _Refused(str(e)) from None
     if cfg.get("profile") is not None and cfg["profile"] not in PROFILES:
-        return _err(f"unknown profile {cfg['profile']!r} in {cfg_path} (KernelGuard's: {', '.join(PROFILES)})")
+        raise _Refused(f"unknown profile {cfg['profile']!r} in {cfg_path} (KernelGuard's: {', '.join(PROFILES)})")
     if args.api_mode:
         return _api_mode(args, cfg)
     try:
         st = resolve(cfg, vars(args))
     except ConfigError as e:
-        return _err(str(e))
+        raise _Refused(str(e)) from None
     dynamic = st.dynamic
     if dynamic != "off":
         try:
             import torch  # noqa: F401 - whether it is importable
         except ImportError:
             if st.source("dynamic") != "default":
-                return _err(f"--dynamic {dynamic} needs PyTorch in the auditor's environment: "
-                            f"{install.hint('dynamic')}; use --dynamic off for the static pass")
+                raise _Refused(f"--dynamic {dynamic} needs PyTorch in the auditor's environment: "
+                               f"{install.hint('dynamic')}; use --dynamic off for the static pass") from None
             dynamic = "off"  # auto without torch: static only, said in the report
-    fmt = st.format
-    policy = st.policy or _profile_policy(st.profile)
-    jobs = st.jobs if st.jobs >= 1 else (os.cpu_count() or 1)
     try:
         rules = load_rules()
     except RuleError as e:
-        return _err(f"bad rule: {e}")
+        raise _Refused(f"bad rule: {e}") from None
     select, ignore = tuple(st.select), tuple(st.ignore)
-    known = {r.id for r in rules} | {r.hack_type for r in rules} | {r.category for r in rules}
-    from hackscan.hacktypes import HACK_TYPES
-
-    known |= set(HACK_TYPES)
+    known = {r.id for r in rules} | {r.hack_type for r in rules} | {r.category for r in rules} | set(HACK_TYPES)
     for s in select + ignore:
         if s not in known:
-            return _err(f"--select/--ignore: unknown rule id, hack type or category {s!r}")
+            raise _Refused(f"--select/--ignore: unknown rule id, hack type or category {s!r}")
     baseline: set[str] = set()
     if st.baseline:
         try:
             data = json.loads(Path(st.baseline).read_text("utf-8"))
             baseline = {f"{e['path']}::{e['fingerprint']}" for e in data.get("findings", [])}
         except (OSError, ValueError, KeyError, TypeError) as e:
-            return _err(f"cannot read baseline {st.baseline}: {e}")
+            raise _Refused(f"cannot read baseline {st.baseline}: {e}") from None
+    policy = st.policy or _profile_policy(st.profile)
     opts = Options(select, ignore, st.min_confidence, policy, st.entry, frozenset(baseline))
     demo = not args.paths
     paths = [Path(p) for p in args.paths] if args.paths else [corpus_dir() / "synthetic"]
     reference = Path(args.reference) if args.reference else None
     if reference is not None and not reference.is_file():
-        return _err(f"--reference {reference}: no such file")
+        raise _Refused(f"--reference {reference}: no such file")
     problems = Path(st.problems) if st.problems else None
     if problems is not None and not problems.is_dir():
-        return _err(f"--problems {problems}: no such folder")
+        raise _Refused(f"--problems {problems}: no such folder")
     root = corpus_dir() if demo else None
     items = discover(paths, reference, problems, root=root, sidecars=demo or args.sidecars, entry=opts.entry)
-    from hackscan.inputs.kernelbench_runs import claims_for
-
-    claims = claims_for([i.path for i in items])   # a KernelBench run's eval_results.json, where present
     if not items:
         print("hackscan: nothing to audit (no .py/.cu/.cuh/.cpp candidates found)", file=sys.stderr)
         return EXIT_NOTHING
-    max_bytes, kernels_only = st.max_bytes, st.kernels_only
-    # a dynamic run shows its progress however few its submissions (each may take minutes); a
-    # static one only where it is long enough to need it
-    show = not st.no_progress and sys.stderr.isatty() and (len(items) > 10 or dynamic != "off")
-    prog = Progress(len(items), show)
-    results = []
-    out_stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    try:
-        from hackscan.report import jsonout
+    return _AuditPlan(st=st, dynamic=dynamic, policy=policy, jobs=st.jobs if st.jobs >= 1 else (os.cpu_count() or 1),
+                      rules=rules, opts=opts, items=items, root=root,
+                      claims=claims_for([i.path for i in items]))   # a KernelBench run's eval_results.json
+
+
+def _audit_stream(args, plan: _AuditPlan, session, backends: list):
+    """The results in the items' order: the static pass (a process pool, or Ray), then, with a
+    dynamic session, each submission's dynamic audit (in this process's session, or Ray tasks).
+    Backends it starts are appended to `backends` (the caller closes them)."""
+    from hackscan.api import iter_scan
+
+    st = plan.st
+    static_backend = None
+    if st.backend == "ray":
+        from hackscan.parallel import RayBackend
 
         try:
-            session = _dynamic_session(st, dynamic, policy)
+            static_backend = RayBackend(args.jobs, address=st.ray_address, timeout_s=st.task_timeout)
         except RuntimeError as e:
-            return _err(str(e))
-        prog.follow(session)
-        backend_name = st.backend
-        backends = []
+            raise _Refused(str(e)) from None
+        backends.append(static_backend)
+    stream = iter_scan(plan.items, plan.opts, plan.jobs, st.max_bytes, backend=static_backend)
+    if session is None:
+        return stream
+    static = list(stream)
+    triples = [(r, item.path, item.reference) for item, r in zip(plan.items, static)]
+    djobs = st.dynamic_jobs
+    if st.backend == "ray":
+        from hackscan.dynamic.remote import audit_many_ray
+        from hackscan.parallel import RayBackend
+
         try:
-            static_backend = None
-            if backend_name == "ray":
-                from hackscan.parallel import RayBackend
-
-                try:
-                    static_backend = RayBackend(args.jobs, address=st.ray_address, timeout_s=st.task_timeout)
-                except RuntimeError as e:
-                    return _err(str(e))
-                backends.append(static_backend)
-            stream = iter_scan(items, opts, jobs, max_bytes, backend=static_backend)
-            if session is not None:
-                static = list(stream)
-                triples = [(r, item.path, item.reference) for item, r in zip(items, static)]
-                djobs = st.dynamic_jobs
-                if backend_name == "ray":
-                    from hackscan.dynamic.remote import audit_many_ray
-                    from hackscan.parallel import RayBackend
-
-                    try:
-                        dyn = RayBackend(None, address=st.ray_address, num_gpus=1 if session.opts.device == "cuda" else 0,
-                                         timeout_s=st.task_timeout)
-                    except RuntimeError as e:
-                        return _err(str(e))
-                    backends.insert(0, dyn)
-                    stream = audit_many_ray(dyn, replace(session.opts, seed=session.seed), triples, djobs or 1)
-                else:
-                    if not djobs:
-                        djobs = max(1, len(session.gpus)) if session.opts.device == "cuda" else jobs
-                    # audit() returns submissions that could not be read unchanged
-                    stream = session.audit_many(triples, djobs)
-            claim_of = {item.display: claims[item.path] for item in items if item.path in claims}
-            from hackscan.inputs.load import NOT_A_KERNEL
-
-            for r in stream:
-                if kernels_only and r.error and r.error.startswith(NOT_A_KERNEL):
-                    prog.step(r.path)
-                    continue   # ordinary Python beside the kernels (a pre-commit run over a repository)
-                if r.path in claim_of:
-                    r = replace(r, kernelbench_claim=claim_of[r.path])
-                results.append(r)
-                prog.step(r.path)
-                if fmt == "jsonl":
-                    out_stream.write(jsonout.render_line(r))
-                    out_stream.flush()
-        finally:
-            if session is not None:
-                session.close()
-            for b in backends:
-                b.close()
-        prog.close()
-        if fmt != "jsonl":   # jsonl went out line by line as results came
-            from hackscan.report.formats import render
-
-            color = st.color == "always" or (st.color == "auto" and out_stream is sys.stdout
-                                             and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-            out_stream.write(render(fmt, results, policy=policy, dynamic=dynamic, config=args.config_used,
-                                    rules=rules, color=color, show_clean=not st.quiet, root=root))
-    finally:
-        if out_stream is not sys.stdout:
-            out_stream.close()
-    if args.write_baseline:
-        entries = [{"path": r.path, "rule_id": f.rule_id, "fingerprint": f.fingerprint}
-                   for r in results for f in r.findings]
-        Path(args.write_baseline).write_text(json.dumps({"version": 1, "findings": entries}, indent=2) + "\n", "utf-8")
-    return EXIT_FINDINGS if failing(results, st.fail_on) else EXIT_CLEAN
+            dyn = RayBackend(None, address=st.ray_address, num_gpus=1 if session.opts.device == "cuda" else 0,
+                             timeout_s=st.task_timeout)
+        except RuntimeError as e:
+            raise _Refused(str(e)) from None
+        backends.insert(0, dyn)
+        return audit_many_ray(dyn, replace(session.opts, seed=session.seed), triples, djobs or 1)
+    if not djobs:
+        djobs = max(1, len(session.gpus)) if session.opts.device == "cuda" else plan.jobs
+    # audit() returns submissions that could not be read unchanged
+    return session.audit_many(triples, djobs)
 
 
 def failing(results, fail_on: str) -> bool:

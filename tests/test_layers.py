@@ -98,7 +98,8 @@ SESSION_PARTS = [
     ("hackscan.dynamic.options", "hackscan.dynamic.candidates", "hackscan.dynamic.planning"),
     ("hackscan.dynamic.settle",),
     ("hackscan.dynamic.references",),
-    ("hackscan.dynamic.resources", "hackscan.dynamic.workers"),
+    ("hackscan.dynamic.evidence", "hackscan.dynamic.resources", "hackscan.dynamic.workers"),
+    ("hackscan.dynamic.jobs",),
     ("hackscan.dynamic.audit",),
 ]
 

@@ -839,22 +839,23 @@ def test_the_plan_orders_calls_by_what_each_probe_declares():
     assert steps[0] == {"op": "forward", "set": "scaled_x3", "phase": Probe.FIRST - 1}
 
 
-def test_an_audit_in_flight_says_where_it_is():
+def test_an_audit_in_flight_says_where_it_is(tmp_path):
     """A run that gives up on slow audits (bench/realworld_gpu.py at its hard limit) reports each
     one's stage; a finished audit leaves none behind."""
-    from pathlib import Path
-
     from hackscan.dynamic.audit import DynamicOptions, DynamicSession
     from hackscan.findings import SubmissionResult
 
+    cand = tmp_path / "c.py"
+    cand.write_text("class ModelNew:\n    pass\n")
     s = DynamicSession(DynamicOptions(mode="all", device="cpu"))
     try:
         seen = []
-        s._audit = lambda result, cand, ref: (s._stage("candidate worker"), seen.append(s.stage_of(cand)), result)[2]
-        res = SubmissionResult(path="c.py", verdict="suspect", reasons=(), hack_types=(), findings=())
-        assert s.audit(res, Path("c.py"), None) == res   # sealed: the same verdict, resting on the static pass
-        assert seen[0].startswith("candidate worker for ") and seen[0].endswith(" s"), seen
-        assert s.stage_of(Path("c.py")) is None and not s.stages
+        # the stage is kept under the submitter's path (the audit itself runs on its recorded copy)
+        s._audit = lambda result, _copy, ref: (s._stage("candidate worker"), seen.append(s.stage_of(cand)), result)[2]
+        res = SubmissionResult(path=str(cand), verdict="suspect", reasons=(), hack_types=(), findings=())
+        assert s.audit(res, cand, None) == res   # sealed: the same verdict, resting on the static pass
+        assert seen and seen[0].startswith("candidate worker for ") and seen[0].endswith(" s"), seen
+        assert s.stage_of(cand) is None and not s.stages
     finally:
         s.close()
 

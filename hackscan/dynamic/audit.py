@@ -3,7 +3,6 @@ and the candidate in separate workers, compare in the auditor, and settle each f
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import secrets
@@ -16,25 +15,22 @@ from pathlib import Path
 import torch
 
 from hackscan.dynamic.budgets import Budgets
-from hackscan.dynamic.probe import (HACK_EVIDENCE_SETS, Observations, Outcome, Probe)
+from hackscan.dynamic.probe import (Outcome, Probe)
 from hackscan.dynamic import sandbox
-from hackscan.dynamic import feeder as feeding
-from hackscan.hacktypes import BUILD_ENV_VARIABLES
 from hackscan.dynamic import planning
 from hackscan.dynamic.options import DynamicOptions, gpu_entry, prepare_threads, visible_gpus
 from hackscan.dynamic.resources import Resources
-from hackscan.dynamic.workers import CandidateWorkers, _failed_calls, _reusing
-from hackscan.dynamic.candidates import (_architecture_hint, _builds_cuda, _built, _candidate_facts, _float_elems,
-                                        _kernel_names, _unreported)
-from hackscan.dynamic.references import BF16_INTERPRETER, ReferenceRun, ReferenceRuns, killed_from_outside
-from hackscan.dynamic.settle import _tampering_outcome, on_degenerate, qualify, settle
+from hackscan.dynamic.workers import CandidateWorkers, _reusing
+from hackscan.dynamic import evidence
+from hackscan.dynamic.jobs import CandidateJobs
+from hackscan.dynamic.candidates import (_builds_cuda, _built)
+from hackscan.dynamic.references import ReferenceRun, ReferenceRuns, killed_from_outside
+from hackscan.dynamic.settle import _tampering_outcome, settle
 from hackscan.inputs.record import Changed, PairRecord
-from hackscan.dynamic.builds import build_dir, builds_extension, triton_cache
+from hackscan.dynamic.builds import build_dir, builds_extension
 from hackscan.dynamic.runner import run_worker
 from hackscan.dynamic.verdict import failed, seal
 from hackscan.dynamic.workdirs import WorkDir, remove_tree, sweep
-from hackscan.inputs.siblings import sibling_sources
-from hackscan.dynamic.tensorfile import input_tensors
 from hackscan.findings import Dynamic, Finding, Location, SubmissionResult
 
 # the names callers import from here (the session's modules are below it)
@@ -47,7 +43,7 @@ __all__ = ["DynamicOptions", "DynamicSession", "ReferenceRun", "visible_gpus", "
 MEASURE_IN_FLIGHT = 3
 
 
-class DynamicSession(ReferenceRuns, Resources, CandidateWorkers):
+class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
     """One audit's dynamic state: the secret seed and the reference runs, reused across every
     candidate of the same problem."""
 
@@ -291,9 +287,9 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers):
         self._slot.key = str(cand_path)
         self.budgets.reset_waits()
         t0 = time.perf_counter()
+        submitted = cand_path   # the stage record is kept under the submitter's path
         try:
-            cand_path, ref_path = self._recorded(result, cand_path, ref_path)
-            out = self._audit(result, cand_path, ref_path)
+            out = self._audit(result, *self._recorded(result, cand_path, ref_path))
         except Changed as e:
             out = failed(result, str(e))
         except Exception as e:  # noqa: BLE001 - the audited code's files may be anything
@@ -306,7 +302,7 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers):
                                         **({"waits": waits, "waited_s": round(sum(w.get("waited_s", 0.0) for w in waits), 3)}
                                            if waits else {})})
         try:
-            self._cleanup(cand_path)
+            self._cleanup(submitted)
         except Exception as e:  # noqa: BLE001 - a folder the candidate left may be anything
             out = failed(out, f"dynamic audit failed in its cleanup: {type(e).__name__}: {e}")
         return seal(out)
@@ -370,6 +366,9 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers):
         return settle(result, outcomes, info, self.opts.device, self.opts.policy, error)
 
     def _audit(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
+        """One pair's stages: the reference's run (or another audit's, reused) with the candidate's
+        extension built beside it, the candidate's worker, the probes on what it reported, the
+        verdict settled (hackscan.dynamic.jobs, .evidence, .settle)."""
         t0 = time.perf_counter()
         if result.verdict == "error":
             return result
@@ -379,16 +378,9 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers):
             return replace(result, verdict="error", error=str(e)[:500], reasons=(str(e)[:500],),
                            dynamic={"status": "error", "reason": str(e)[:500]})
         probes = self.select_probes(result)
-        if ref_path is None:
-            return self._settle(result, [Outcome(p.name, "inconclusive", "no reference to compare with") for p in probes],
-                                {"status": "inconclusive", "reason": "no reference"})
-        if cand_path.suffix != ".py":
-            return self._settle(result, [Outcome(p.name, "inconclusive", "raw C++/CUDA source: running it needs a "
-                                                 "binding map to a Python entry point") for p in probes],
-                                {"status": "inconclusive", "reason": "raw C++/CUDA source (no Python entry point)"})
-        if result.backend == "cuda" and self.opts.device != "cuda" and _builds_cuda(cand_path):
-            return self._settle(result, [Outcome(p.name, "inconclusive", "CUDA extension: needs a GPU") for p in probes],
-                                {"status": "inconclusive", "reason": "the candidate builds a CUDA extension; no GPU here"})
+        early = self._unrunnable(result, cand_path, ref_path, probes)
+        if early is not None:
+            return early
         init_seed = self.derive("init")
         reused = self.has_reference(ref_path)
         # an extension not built yet is built beside the reference's run, which needs nothing of
@@ -396,234 +388,26 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers):
         build_f = self._build_beside(cand_path)
         self._stage("reference run (or the wait for another audit's)")
         ref = self.reference(ref_path, init_seed)
-        build_s = None
-        if build_f is not None:
-            self._stage("the candidate's extension build")
-            try:
-                build_s = round(build_f.result(), 3)
-                for w in self._build_waits.pop(str(cand_path), []):   # its thread's turn, this audit's wait
-                    self.budgets.note(w)
-            except Exception:  # noqa: BLE001 - the candidate's own worker builds again and says why
-                build_s = -1.0
-        if not ref.ok and ref.resource_error:
-            return failed(result, f"dynamic audit failed: {ref.error}")
-        if not ref.ok:
-            return self._settle(result, [Outcome(p.name, "inconclusive", f"reference run failed: {ref.error}") for p in probes],
-                                {"status": "inconclusive", "reason": f"reference: {ref.error}"})
-        if ref.nondeterministic:
-            why = (f"the reference is not deterministic: {ref.nondeterministic}; no comparison with it can tell "
-                   "a cheat from another draw")
-            outcomes = [Outcome(p.name, "inconclusive", why) for p in probes]
-            outcomes.append(Outcome("nondeterministic-reference", "caught", ref.nondeterministic + ": correctness "
-                                    "against this reference means nothing (KernelBench runs the candidate after "
-                                    "the reference, on another state of the random generator)",
-                                    hack_type="nondeterministic-reference", severity="low"))
-            return self._settle(result, outcomes, {"status": "inconclusive", "reason": why,
-                                                   "nondeterministic_reference": ref.nondeterministic})
-        if self.opts.device == "cpu" and result.backend == "triton" and ref.dtype == torch.bfloat16:
-            # TRITON_INTERPRET=1 (triton 3.x) turns a correct kernel's bfloat16 arithmetic into
-            # garbage and NaN: a run there would convict an honest kernel
-            why = (f"{BF16_INTERPRETER}: Triton's CPU interpreter computes bfloat16 arithmetic wrongly; "
-                   "audit this kernel on a GPU")
-            return self._settle(result, [Outcome(p.name, "inconclusive", why) for p in probes],
-                                {"status": "inconclusive", "reason": why})
-        plan, expected = planning.plan(probes)
-        perturb = None
-        if any(p.needs_reinit_runs for p in probes):
-            if "reinit" in ref.outputs:
-                perturb = self.derive("perturb")   # the candidate builds a second model, perturbed as made
-                expected[("reinit", 300)] = "reinit"
-            if ref.params and "reinit_post" in ref.outputs:
-                plan += [{"op": "load_params", "file": "params.pt"},
-                         {"op": "forward", "set": "visible", "slot": "reinit_post", "call": 301}]
-                expected[("reinit_post", 301)] = "reinit_post"
-        plan = [s for s in plan if s.get("set") not in ref.skipped and s.get("from") not in ref.skipped]
-        parsed = _candidate_facts(cand_path, result.entry or "ModelNew")
-        kernel_names = _kernel_names(parsed)
-        plan, altered = self._altered_calls(plan, parsed, ref)
-        expected.update(altered)
-        out_bytes = [int(t.numel() * t.element_size()) for t in ref.outputs.get("visible", ([], None))[0]
-                     if isinstance(t, torch.Tensor)]
-        for s in plan:
-            if s.get("sizes") == "OUTPUT_BYTES":
-                s["sizes"] = out_bytes
-        d = self.work / f"cand-{hashlib.sha256(str(cand_path).encode()).hexdigest()[:12]}-{secrets.token_hex(3)}"
-        d.mkdir(parents=True)
-        if getattr(self._slot, "dirs", None) is not None:
-            self._slot.dirs.append(d)
-        files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
-        if not ref.other_shape.get("changed"):
-            plan = [s for s in plan if s.get("set") != "other_shape"]
-        states = {}
-        for key, name in (("ref_state", "ref_state.pt"), ("ref_state_perturbed", "ref_state_perturbed.pt")):
-            if (ref.shared / name).is_file():
-                states[key] = name
-        job = {"role": "candidate", "source": "candidate_module.py", "module_name": "candidate_module",
-               "entry": result.entry or "ModelNew", "device": self.opts.device, "init_seed": init_seed,
-               "cast_dtype": self.opts.dtype, "init_file": "init.pt", "plan": plan, "poison_sizes": out_bytes, "perturb_seed": perturb,
-               "inputs_dir": str(ref.shared), "build_variables": sorted(BUILD_ENV_VARIABLES), **states}
-        if not self.opts.guard:
-            job["guard"] = False
-        bdir = build_dir(cand_path, self.opts.device)
-        tcache = triton_cache(bdir)
-        limits = self.worker_limits(sum(out_bytes))
-        limits.writable = (str(bdir), str(tcache))
-        limits.read_only = (str(ref.shared),)
-        exposed = feeding.exposed(sandbox.engine()[0]) if self.opts.channel else \
-            "the channel was turned off: every input set was a file the candidate's worker could read"
-        if not self.opts.channel or not feeding.available():
-            # no channel: the sets as files, under their names, in a folder of links of this audit's
-            job["inputs_dir"] = str(self._linked_inputs(ref, d))
-            limits.read_only = (job["inputs_dir"],)
-        env = dict(self.worker_env(), TORCH_EXTENSIONS_DIR=str(bdir), TRITON_CACHE_DIR=str(tcache))
-        # the profiled call runs beside the main run where it goes to a worker of its own
-        side_plan = self._profile_side(plan, sum(out_bytes) + 4 * _float_elems(ref.input_spec))
-        if side_plan:
-            plan = [s for s in plan if s not in side_plan]
-            job["plan"] = plan
-        side_f = None
-        if side_plan:
-            pool = ThreadPoolExecutor(max_workers=1)
-            side_f = pool.submit(self._profile_run, job, side_plan, files, d, limits, env, out_bytes, ref)
-            pool.shutdown(wait=False)
-        t_run = time.perf_counter()
-        self._stage("candidate worker")
-        calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
-        ref_key = ref.key or self.ref_key(ref_path)
-        with self.budgets.memory(min(self.memory_budget(), self.budgets.known_need(ref_key) or 0),
-                                 f"the candidate {cand_path.name}", self.worker_env().get("CUDA_VISIBLE_DEVICES")), \
-                self.budgets.host(ref_key, f"the candidate {cand_path.name}") as cache, \
-                self.disk_budget(8, need=sum(out_bytes) * calls, what=f"the candidate {cand_path.name}") as disk:
-            res = self.run_on_device(lambda: self.pooled_worker(
-                dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes),
-                     **({"host_cache_bytes": cache} if cache is not None else {})),
-                files, limits, env, d, bdir, feeder=self._feeder(job["plan"], ref, d, f"{cand_path}:main")))
-        t_main = time.perf_counter() - t_run
-        if side_f is not None and res.ok and isinstance(res.data.get("steps"), list):
-            try:
-                res.data["steps"] += side_f.result()
-            except Exception as e:  # noqa: BLE001 - the profiled calls then say why they have no record
-                res.data["steps"] += _failed_calls(side_plan, f"{type(e).__name__}: {e}")
-        info = {"status": "ran", "seed_hidden": True, "protections": res.protections,
-                # the hidden sets were files the candidate's process could read (no channel, or a
-                # sandbox that cannot hide the session's folder): nothing it answered is verified
-                **({"hidden_inputs_exposed": exposed} if exposed else {}),
-                "candidate_wall_s": round(res.wall_s, 3), "reference_wall_s": round(ref.seconds, 3),
-                "torch": res.data.get("torch"),
-                # a worker started ahead of its job: what its warm-up took, and whether its first
-                # profiler session saw the kernel it ran (hackscan.dynamic.worker.prestart)
-                **({"prestarted": res.data["prestart"]} if isinstance(res.data.get("prestart"), dict) else {}),
-                # placement: the GPU the auditor gave this audit, and the one its worker reported
-                **({"gpu": {"assigned": env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")),
-                            "worker": res.data.get("gpu")}} if self.opts.device == "cuda" else {}),
-                # the evidence behind the hidden sets: how the problem's generator drew each one,
-                # and which prove nothing here (with the reason)
-                "hidden_sets": {"skipped": dict(ref.skipped), "drawn": dict(ref.hidden_sources),
-                                "drawn_on": ref.drawn_on,
-                                "problem_dtype": str(ref.dtype).replace("torch.", "") if ref.dtype else None}}
-        if res.ok:
-            missing = _unreported(plan, perturb, res.data.get("steps"))
-            if missing:
-                # the report is the candidate's process's: a call it does not account for is a
-                # tampered result channel or a worker stopped early, never a pass
-                res.ok, res.error = False, (f"the worker's report accounts for {missing[1] - missing[0]} of "
-                                            f"{missing[1]} planned calls: its result was cut or rewritten")
-        fwd = [r for r in res.data.get("steps", []) if isinstance(r, dict) and r.get("variant") == "fp32"]
-        if res.ok and fwd and all("error" in r for r in fwd):
-            res.ok, res.error = False, f"forward raised on every call: {fwd[0]['error'][:300]}"
-        tampering = list(res.data.get("tampering") or [])
-        tamper = _tampering_outcome(tampering)
-        if tamper is not None:
-            info["tampering"] = tampering[:20]
+        build_s = self._built_beside(build_f, cand_path)
+        early = self._unusable(result, ref, probes)
+        if early is not None:
+            return early
+        cj = self._candidate_job(result, cand_path, ref, probes, init_seed)
+        res, main_s = self._run_candidate(cj, cand_path, ref, ref.key or self.ref_key(ref_path))
+        info = evidence.run_info(res, ref, cj.facts)
+        evidence.check_report(res, cj.facts)
+        tamper = evidence.tampering(res, info)
         if not res.ok:
-            hint = _architecture_hint(res.error, cand_path, self.opts.device)
-            if hint:
-                res.error = f"{res.error}; {hint}"
-            outcome = planning.crash_outcomes(probes, res) + ([tamper] if tamper is not None else [])
-            info.update(status="error", reason=res.error)
-            if isinstance(res.data.get("traceback"), str):
-                # where the candidate's process failed (its own words: evidence to read, never a verdict)
-                info["traceback_tail"] = res.data["traceback"][-1200:]
-            return self._settle(result, outcome, info, error=res.error)
-        res.data["other_shape"] = ref.other_shape
-        outdir = res.outdir or d
-        recs = {(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])}
-        obs = Observations(candidate=res.data, steps={k: r for k, r in recs.items() if k not in altered},
-                           altered={k: r for k, r in recs.items() if k in altered},
-                           load_output=_reusing(lambda f: self._load_in(outdir, f)), reference_outputs=ref.outputs,
-                           expected_set=expected, kernel_names=kernel_names,
-                           input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
-                           dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
-                           device=self.opts.device,
-                           load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.set_files[s])))
+            outcomes = evidence.crashed(probes, res, tamper, cand_path, self.opts.device, info)
+            return self._settle(result, outcomes, info, error=res.error)
+        outdir = res.outdir or cj.folder
+        load = _reusing(lambda f: self._load_in(outdir, f))
+        obs = evidence.observations(res, ref, cj.facts, load)
         self._stage("probes' comparisons")
-        outcomes = []
         t_cmp = time.perf_counter()
-        for p in probes:
-            try:
-                outcomes.append(p().evaluate(obs))
-            except Exception as e:  # noqa: BLE001 - a probe bug must not lose the audit
-                outcomes.append(Outcome(p.name, "error", f"probe failed: {type(e).__name__}: {e}"))
-        info["timings"] = {
-            "reference_s": round(ref.seconds, 3) if not reused else 0.0,
-            "reference_inputs_s": ref.prepare_s if not reused else 0.0,
-            **({"reference_calls_s": ref.calls_s,
-                "reference_slowest_sets_s": dict(sorted(ref.set_seconds.items(), key=lambda kv: -kv[1])[:4])}
-               if not reused else {}),
-            **({"reference_rerun": ref.rerun} if ref.rerun and not reused else {}),
-            # the extension's build beside the reference's run (-1: it failed there; the
-            # candidate's worker then built it again)
-            **({"candidate_build_beside_s": build_s} if build_s is not None else {}),
-            "candidate_worker_s": round(t_main, 3), "candidate_import_s": round(res.data.get("import_s", 0.0), 3),
-            "candidate_calls_s": round(res.data.get("calls_s", 0.0), 3),
-            "comparisons_s": round(time.perf_counter() - t_cmp, 3), "reference_reused": reused,
-            "calls": len(res.data.get("steps", [])),
-            "slowest_calls_s": {f"{r['set']}#{r.get('call', 0)}/{r.get('variant')}": round(r["step_s"], 3)
-                                for r in sorted(res.data.get("steps", []), key=lambda r: -r.get("step_s", 0))[:4]
-                                if "step_s" in r}}
-        vis = obs.compare("visible") or obs.compare("fresh", 100)
-        info["correct_on_visible"] = bool(vis and vis.ok)
-        # the other distributions the candidate was compared on (the hidden sets that are evidence
-        # of a hack): none where every one was skipped (no disk for them, none in the problem's
-        # domain), and then the audit checked the benchmark's own distribution only
-        info["hidden_sets_compared"] = [v for v in HACK_EVIDENCE_SETS if obs.compare(v) is not None]
-        # False: no output on the visible inputs could be compared (not kept for want of disk, on
-        # either side): correct_on_visible then says nothing of the candidate
-        info["visible_compared"] = vis is not None
-        # the problem's own generator, freshly seeded (KernelBench's correctness trials)
-        trials = [c for c in (obs.compare(n) for n in ("visible", "visible2")) if c is not None]
-        info["visible_trials"] = [sum(1 for c in trials if c.ok), len(trials)]
-        if vis is not None and not vis.structural:
-            info["visible_difference"] = {"max_abs": vis.max_abs, "mean_abs": vis.mean_abs, "max_rel": vis.max_rel,
-                                          "bad_fraction": vis.bad_fraction}
-        vrec = obs.steps.get(("visible", 0)) or obs.steps.get(("fresh", 100)) or {}
-        launches = None
-        if res.data.get("launch_trace") and result.backend in ("triton", "cuda"):
-            launches = info["custom_launches_on_visible"] = vrec.get("custom_launches")
-        loose_ok = False
-        if vis is not None and not vis.ok and "file" in vrec and "visible" in ref.outputs:
-            # would the benchmark's own check (allclose, atol = rtol = 1e-2) have passed it?
-            from hackscan.dynamic.compare import compare_loose
-
-            try:
-                loose_ok = compare_loose(self._load_in(outdir, vrec["file"]), ref.outputs["visible"][0]).ok
-            except Exception:  # noqa: BLE001 - an unreadable output passes nothing
-                loose_ok = False
-            info["passes_benchmark_check"] = loose_ok
-        from hackscan.findings import severity_rank
-        from hackscan.hacktypes import CHEAT, family
-
-        static_cheat = any(family(f.hack_type) == CHEAT and severity_rank(f.severity) >= severity_rank("medium")
-                           for f in result.findings)
-        outcomes = qualify(outcomes, vis, launches, self.opts.device, info, loose_ok, static_cheat)
-        if tamper is not None:
-            outcomes.append(tamper)
-        if ref.degenerate:
-            info["degenerate_problem"] = ref.degenerate
-            outcomes = on_degenerate(outcomes)
-            outcomes.append(Outcome("degenerate-problem", "caught", ref.degenerate + ": any speedup on this problem "
-                                    "is meaningless, and a constant output passes it", hack_type="degenerate-problem",
-                                    severity="low"))
+        outcomes = evidence.evaluate(probes, obs)
+        info["timings"] = evidence.timings(res, ref, reused, build_s, main_s, time.perf_counter() - t_cmp)
+        outcomes = evidence.conclude(result, outcomes, obs, res, ref, cj.facts, info, tamper, load)
         missing = self.not_here(result)
         if missing:
             # what this run could not check, said beside its verdict: a clean here is verified on
@@ -632,3 +416,17 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers):
             info["not_checked"] = {"probes": missing, "why": f"they need a GPU; this audit ran on {self.opts.device}"}
         info["total_s"] = round(time.perf_counter() - t0, 3)
         return self._settle(result, outcomes, info)
+
+    def _built_beside(self, build_f, cand_path: Path) -> float | None:
+        """The seconds of the extension build started beside the reference's run (-1.0: it
+        failed; the candidate's own worker builds again and says why), None where none was."""
+        if build_f is None:
+            return None
+        self._stage("the candidate's extension build")
+        try:
+            build_s = round(build_f.result(), 3)
+            for w in self._build_waits.pop(str(cand_path), []):   # its thread's turn, this audit's wait
+                self.budgets.note(w)
+            return build_s
+        except Exception:  # noqa: BLE001 - the candidate's own worker builds again and says why
+            return -1.0

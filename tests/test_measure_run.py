@@ -177,17 +177,17 @@ def test_the_references_strict_and_tf32_timings_share_one_worker(tmp_path, monke
     s = DynamicSession(DynamicOptions(mode="off", device="cpu", timeout_s=120, seed=7, measure="all",
                                       measure_budget_s=1.0))
     roles = []
-    import hackscan.dynamic.audit as audit_mod
+    import hackscan.dynamic.workers as workers_mod
 
-    real = audit_mod.run_worker
+    real = workers_mod.run_worker
 
     def counting(job, *a, **kw):
         roles.append((job["role"], job["measure"]["mode"]))
         return real(job, *a, **kw)
 
-    # every measurement worker starts through the session (hackscan.dynamic.audit)
+    # every measurement worker starts through the session's workers (hackscan.dynamic.workers)
     assert not hasattr(run_mod, "run_worker")
-    monkeypatch.setattr(audit_mod, "run_worker", counting)
+    monkeypatch.setattr(workers_mod, "run_worker", counting)
     ref3 = d / "ref3.py"
     ref3.write_text(textwrap.dedent(REF).replace("192", "176"))
     cand = d / "honest_one_ref_worker.py"

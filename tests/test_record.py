@@ -73,3 +73,31 @@ def test_the_dynamic_audit_works_from_the_record_never_the_path(tmp_path, monkey
         assert r.verdict == "clean" and r.evidence == "dynamic", (r.verdict, r.reasons)
     finally:
         s.close()
+
+
+@pytest.mark.dynamic
+def test_the_measurement_measures_the_recorded_bytes(tmp_path, monkeypatch):
+    """--measure runs after every audit: it measures the bytes the audit recorded, written into a
+    folder of its own, never what the submitter's path holds by then; measured without an audit,
+    it reads the pair then and refuses bytes the static pass did not read."""
+    item = _item(tmp_path)
+    static = scan_item(item, Options())
+    s = DynamicSession(DynamicOptions(mode="auto", device="cpu", timeout_s=600, seed=5, measure="all"))
+    seen = []
+    monkeypatch.setattr(DynamicSession, "_measure",
+                        lambda self, result, cand, ref: (seen.append((cand, cand.read_bytes(), ref.read_bytes())),
+                                                         result)[1])
+    try:
+        audited = s.audit(static, item.path, item.reference)
+        assert audited.verdict == "clean", audited.reasons
+        item.path.write_text(ZEROS)           # swapped between the audit and its measurement
+        s.measure(audited, item.path, item.reference)
+        cand, cand_bytes, ref_bytes = seen[-1]
+        assert cand != item.path and cand_bytes == HONEST.read_bytes() and ref_bytes == REFERENCE.read_bytes()
+        assert not cand.exists(), "the measured copy is removed once measured"
+        # no audit kept a record now: read at measurement, checked against the static pass
+        r = s.measure(audited, item.path, item.reference)
+        assert r.measure["status"] == "error" and "changed between the static pass" in r.measure["reason"], r.measure
+        assert len(seen) == 1
+    finally:
+        s.close()

@@ -81,6 +81,8 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
         # what each audit in flight is doing and since when (candidate path -> (stage, start)):
         # a run that gives up on slow audits says where they were
         self.stages: dict[str, tuple[str, float]] = {}
+        # the pairs audited and not yet measured (submitted candidate path -> its record)
+        self._records: dict[str, PairRecord] = {}
 
     def close(self) -> None:
         for p in list(self._pools.values()):
@@ -197,7 +199,29 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
 
     def measure(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
         """Fair measurement of an audited candidate (hackscan.measure): speedup against the strict
-        fp32 and the TF32 reference, peak memory, the physical floor and the flags."""
+        fp32 and the TF32 reference, peak memory, the physical floor and the flags. It measures
+        the pair its audit recorded (or, measured without an audit, read now and checked against
+        the bytes the static pass read), written into a folder of its own: never the submitter's
+        paths, which may hold other bytes by now."""
+        rec = self._records.pop(str(cand_path), None)
+        try:
+            if rec is None:
+                rec = PairRecord.read(cand_path, ref_path)
+                rec.check(result.source_sha256, result.reference_sha256)
+        except (OSError, Changed) as e:
+            return replace(result, measure={"status": "error", "reason": f"{type(e).__name__}: {e}"[:500]})
+        from hackscan.inputs import gpumode
+
+        if cand_path.suffix != ".py" or gpumode.is_pair(cand_path, ref_path, result.entry or "ModelNew"):
+            return self._measure(result, cand_path, ref_path)
+        d = self.work / f"msrc-{secrets.token_hex(6)}"
+        try:
+            return self._measure(result, *rec.write(d))
+        finally:
+            if not self.keep_worker_dirs:
+                remove_tree(d)
+
+    def _measure(self, result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> SubmissionResult:
         from hackscan.measure.run import MeasureOptions, Measurer
 
         which = self.opts.measure if self.opts.measure != "off" else "survivors"
@@ -316,6 +340,8 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
 
         rec = PairRecord.read(cand_path, ref_path)
         rec.check(result.source_sha256, result.reference_sha256)
+        if self.opts.measure != "off":
+            self._records[str(cand_path)] = rec   # the measurement, after every audit, measures these bytes
         if cand_path.suffix != ".py" or gpumode.is_pair(cand_path, ref_path, result.entry or "ModelNew"):
             return cand_path, ref_path
         d = self.work / f"src-{secrets.token_hex(6)}"

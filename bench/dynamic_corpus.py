@@ -35,7 +35,8 @@ def corpus_row(display: str, side: dict, r) -> dict:
             "confirmed": sorted({f.dynamic.probe for f in r.findings if f.dynamic.status == "confirmed"}),
             "dynamic": {k: v for k, v in (r.dynamic or {}).items()
                         if k in ("status", "reason", "correct_on_visible", "visible_mismatch",
-                                 "candidate_wall_s", "total_s", "note", "timings")},
+                                 "candidate_wall_s", "total_s", "note", "timings", "visible_trials",
+                                 "hidden_sets_compared", "hidden_sets")},
             "probes": {k: v["status"] + ": " + v["detail"][:300] for k, v in (r.dynamic or {}).get("probes", {}).items()}}
 
 

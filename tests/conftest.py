@@ -50,7 +50,7 @@ def cli():
 # carry @pytest.mark.dynamic themselves
 DYNAMIC_MODULES = {"test_dynamic", "test_dynamic_corpus", "test_dynamic_domain", "test_hostile",
                    "test_kernelbench_dropin", "test_measure_run", "test_ray", "test_rl_reward", "test_sandbox",
-                   "test_session", "test_api_docs", "test_corpus_claims", "test_ray_gpus"}
+                   "test_session", "test_api_docs", "test_corpus_claims", "test_ray_gpus", "test_hostile_bare"}
 
 
 def pytest_collection_modifyitems(config, items):

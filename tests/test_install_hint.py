@@ -60,3 +60,25 @@ def test_the_cli_names_an_installable_place_when_torch_is_missing(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "needs PyTorch" in p.stderr, p.stderr[-800:]
     assert "[dynamic]" in p.stderr and "pip install 'hackscan-gpu[dynamic]'" not in p.stderr, p.stderr[-800:]
+
+
+def test_a_candidate_that_cannot_import_triton_here_says_how_to_install_it(monkeypatch):
+    """The dynamic extra installs Triton (a Triton candidate runs in the auditor's Python, in its
+    interpreter on a CPU); where it is missing, the error says so and how to add it, and says
+    nothing where the auditor has Triton (the candidate's own import failed)."""
+    import configparser
+    import importlib.util
+
+    from hackscan.dynamic.candidates import _missing_triton_hint
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    assert any(line.strip().startswith("triton") for line in cfg["options.extras_require"]["dynamic"].splitlines())
+    err = "ModuleNotFoundError: No module named 'triton'"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "triton" else real(name, *a))
+    hint = _missing_triton_hint(err)
+    assert hint and "[dynamic]" in hint and "Triton is not installed" in hint
+    assert _missing_triton_hint("ModuleNotFoundError: No module named 'cupy'") is None
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    assert _missing_triton_hint(err) is None

@@ -40,6 +40,20 @@ _NO_IMAGE = re.compile(r"no kernel image is available|cudaErrorNoKernelImageForD
 _ARCH = re.compile(r"\b(?:sm|compute)_(\d{2,3}[af]?)\b|TORCH_CUDA_ARCH_LIST\W{1,12}(\d{1,2}\.\d[af]?)")
 
 
+def _missing_triton_hint(error: str | None) -> str | None:
+    """Where a candidate could not import Triton because the auditor's environment has none (its
+    workers run the auditor's Python): the install that adds it. An explanation only."""
+    if not error or "No module named 'triton'" not in error:
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is not None:
+        return None
+    from hackscan import install
+
+    return f"Triton is not installed where hackscan runs (its workers use the same Python): {install.hint('dynamic')}"
+
+
 def _architecture_hint(error: str | None, path: Path, device: str) -> str | None:
     """Where a candidate's kernels had no image for this GPU: the architectures its source names
     (build flags, TORCH_CUDA_ARCH_LIST) beside the GPU's own, so that the error reads as a kernel

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hackscan.dynamic import planning
-from hackscan.dynamic.candidates import _architecture_hint, _float_elems, _unreported
+from hackscan.dynamic.candidates import _architecture_hint, _float_elems, _missing_triton_hint, _unreported
 from hackscan.dynamic.probe import HACK_EVIDENCE_SETS, Observations, Outcome
 from hackscan.dynamic.references import ReferenceRun
 from hackscan.dynamic.runner import WorkerResult
@@ -82,7 +82,7 @@ def crashed(probes, res: WorkerResult, tamper: Outcome | None, cand_path: Path, 
             info: dict) -> list[Outcome]:
     """The outcomes of a run that failed (each probe's inconclusive or its crash reading), with
     the error and where the candidate's process failed noted in `info`."""
-    hint = _architecture_hint(res.error, cand_path, device)
+    hint = _architecture_hint(res.error, cand_path, device) or _missing_triton_hint(res.error)
     if hint:
         res.error = f"{res.error}; {hint}"
     info.update(status="error", reason=res.error)

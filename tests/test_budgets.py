@@ -270,7 +270,9 @@ def test_a_reference_larger_than_its_first_claim_runs_again_with_what_it_needs(t
         timings = r.dynamic["timings"]
         assert "claiming 2,097,152 bytes" in timings.get("reference_rerun", ""), timings
         turns = [w["turn"] for w in r.dynamic["waits"]]
-        assert turns.count("host") == 3 and any(t.startswith("disk:") for t in turns)
+        # the reference's two runs, the candidate's worker, the auditor's comparisons
+        assert turns.count("host") == 4 and any(t.startswith("disk:") for t in turns)
+        assert [w["for"] for w in r.dynamic["waits"] if w["turn"] == "host"][-1] == "the comparisons of candidate.py"
         assert s.budgets.known_need(key) == 2 << 20
     finally:
         s.close()
@@ -367,3 +369,43 @@ def test_a_ledger_folder_others_may_write_is_not_used(tmp_path):
     assert led.root != shared and not (shared / "claims.json").exists()
     with led.claim("host", 1, what="x", wait_s=1, **_cap(10)):
         pass
+
+
+def test_the_auditors_comparisons_claim_host_memory_and_wait_for_room(tmp_path, monkeypatch):
+    """The outputs an audit reads back and compares in the auditor's own process are claimed on
+    the host's line of the ledger, as a worker's memory is: with the host's share held by other
+    processes' workers, the comparison waits (and says behind what) instead of reading beside
+    them; its claim is sized by the largest output and the problem's dtype, and never more than
+    the share."""
+    import torch
+
+    from hackscan.dynamic.audit import COMPARE_BASE, _comparison_bytes
+    from hackscan.dynamic.budgets import Budgets
+
+    assert _comparison_bytes([4 << 20, 1 << 20], torch.float32) == (4 << 20) * 7 + COMPARE_BASE
+    assert _comparison_bytes([4 << 20], torch.float16) == (4 << 20) * 13 + COMPARE_BASE
+    assert _comparison_bytes([], None) == COMPARE_BASE
+    b = Budgets(tmp_path, "cuda", root=tmp_path / "l")
+    monkeypatch.setattr(Budgets, "host_capacity", lambda self: 1000)
+    with b.comparing(400, "the comparisons of a.py"):
+        assert b.ledger.held("host") == 400
+    with b.comparing(10**9, "the comparisons of huge.py"):      # capped at the share: it never fails
+        assert b.ledger.held("host") == 1000
+    got = {}
+    other = Ledger(tmp_path / "l")
+
+    def compare_now():
+        with b.comparing(400, "the comparisons of b.py") as c:
+            got["claim"] = c
+
+    with other.claim("host", 800, what="another process's worker", wait_s=5, **_cap(1000)):
+        t = threading.Thread(target=compare_now)
+        t.start()
+        time.sleep(1.0)
+        assert "claim" not in got                                  # no room beside the worker
+    t.join(20)
+    assert got["claim"].waited_s >= 0.5 and "another process's worker" in " ".join(got["claim"].behind)
+    assert b.ledger.held("host") == 0
+    cpu = Budgets(tmp_path, "cpu", root=tmp_path / "l2", memory_bytes=500)
+    with cpu.comparing(10**9, "the comparisons of c.py"):          # a CPU run: the host's memory budget
+        assert cpu.ledger.held("host") == 500

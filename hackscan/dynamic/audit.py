@@ -41,6 +41,20 @@ __all__ = ["DynamicOptions", "DynamicSession", "ReferenceRun", "visible_gpus", "
 
 # measurements of a batch in flight at once where workers are started ahead (audit_many)
 MEASURE_IN_FLIGHT = 3
+# the auditor's memory for one candidate's comparisons beyond its outputs, for small ones
+COMPARE_BASE = 64 << 20
+
+
+def _comparison_bytes(out_bytes: list[int], dtype) -> int:
+    """What one candidate's comparisons hold in the auditor at once: its largest output read back,
+    and three float64 copies of that size (the candidate's, the reference's and their difference:
+    hackscan.dynamic.compare), one set at a time."""
+    try:
+        elem = torch.empty(0, dtype=dtype).element_size() if dtype is not None else 4
+    except (TypeError, RuntimeError):
+        elem = 4
+    largest = max(out_bytes, default=0)
+    return largest + 3 * largest * 8 // max(1, elem) + COMPARE_BASE
 
 
 class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
@@ -430,10 +444,13 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
         load = _reusing(lambda f: self._load_in(outdir, f))
         obs = evidence.observations(res, ref, cj.facts, load)
         self._stage("probes' comparisons")
-        t_cmp = time.perf_counter()
-        outcomes = evidence.evaluate(probes, obs)
-        info["timings"] = evidence.timings(res, ref, reused, build_s, main_s, time.perf_counter() - t_cmp)
-        outcomes = evidence.conclude(result, outcomes, obs, res, ref, cj.facts, info, tamper, load)
+        # the outputs read back and compared in this process: claimed as a worker's memory is
+        # (an output and the reference's, and the comparison's temporaries, one set at a time)
+        with self.budgets.comparing(_comparison_bytes(cj.out_bytes, ref.dtype), f"the comparisons of {cand_path.name}"):
+            t_cmp = time.perf_counter()
+            outcomes = evidence.evaluate(probes, obs)
+            info["timings"] = evidence.timings(res, ref, reused, build_s, main_s, time.perf_counter() - t_cmp)
+            outcomes = evidence.conclude(result, outcomes, obs, res, ref, cj.facts, info, tamper, load)
         missing = self.not_here(result)
         if missing:
             # what this run could not check, said beside its verdict: a clean here is verified on

@@ -202,6 +202,20 @@ class Budgets:
             self.note(c.record())
             yield max(256 << 20, need // 2)
 
+    @contextlib.contextmanager
+    def comparing(self, need: int, what: str):
+        """The auditor's own memory while it compares a candidate's outputs with the reference's
+        (each output read back from its file, with the comparison's temporaries), claimed on the
+        host's line of the machine-wide ledger like a worker's: audits side by side never read
+        more outputs at once than the host holds. Capped at the host's share (a comparison reads
+        one output at a time, and never waits for room it could never get)."""
+        cap = self.host_capacity() if self.device == "cuda" else self.capacity()
+        need = max(0, min(int(need), cap))
+        with self.ledger.claim("host", need, room=lambda held: cap - held, most=lambda held: cap,
+                               what=what, wait_s=self.wait_s) as c:
+            self.note(c.record())
+            yield c
+
     def known_need(self, key: str) -> int | None:
         """A problem's working set as an earlier run (any process) learned it, or None."""
         got = self.ledger.need_of(key).get("input_bytes")

@@ -84,7 +84,7 @@ class Claim:
     id: str = ""
 
     def record(self) -> dict:
-        out = {"turn": self.resource, "bytes": self.bytes, "waited_s": round(self.waited_s, 3)}
+        out = {"turn": self.resource, "for": self.what, "bytes": self.bytes, "waited_s": round(self.waited_s, 3)}
         if self.behind:
             out["behind"] = self.behind[:4]
         return out

@@ -257,7 +257,9 @@ def bare_run(case: Path, tmp: Path, limit_gib: float | None = None, device: str 
     return seen, facts
 
 
-BARE = [p for p in HOSTILE if read_sidecar(p.with_suffix(".toml")).get("bare")]
+# the cases whose attack needs a GPU carry the gpu mark (the device run's `pytest -m gpu` takes them)
+BARE = [pytest.param(p, marks=pytest.mark.gpu) if read_sidecar(p.with_suffix(".toml")).get("gpu") else p
+        for p in HOSTILE if read_sidecar(p.with_suffix(".toml")).get("bare")]
 
 
 def test_every_hostile_case_shows_it_can_fail():

@@ -54,13 +54,20 @@ class RuleScore:
     ok_marks: int = 0
 
 
+def is_legit(sidecar: dict) -> bool:
+    """A legitimate look-alike: it does none of the hack types (its expected verdict is `clean`,
+    or `unverified` where hackscan cannot check what it does, as for an approximation inside the
+    benchmark's check)."""
+    return not sidecar.get("hack_types") and sidecar.get("verdict") in ("clean", "unverified")
+
+
 def score(results: list[tuple[Expectations, SubmissionResult]]) -> dict:
     """Per rule and per hack type: recall on `expect` marks, false positives (findings on
     `ok` marks, or unannotated findings in files whose sidecar says legitimate)."""
     rules: dict[str, RuleScore] = defaultdict(RuleScore)
     problems: list[str] = []
     for exp, res in results:
-        legit = exp.sidecar.get("verdict") == "clean"
+        legit = is_legit(exp.sidecar)
         found = {(f.rule_id, f.location.line) for f in res.findings}
         found_rules_lines = defaultdict(set)
         for f in res.findings:
@@ -110,8 +117,8 @@ def corpus_stats(root: Path) -> dict:
     pairs = [(parse_marks(f), r) for f, r in zip(files, results)]
     sc = score(pairs)
     rule_type = {r.id: r.hack_type for r in load_rules()}
-    legit = [(e, r) for e, r in pairs if e.sidecar.get("verdict") == "clean"]
-    hacks = [(e, r) for e, r in pairs if e.sidecar.get("hack_types") and e.sidecar.get("verdict") != "clean"]
+    legit = [(e, r) for e, r in pairs if is_legit(e.sidecar)]
+    hacks = [(e, r) for e, r in pairs if not is_legit(e.sidecar)]
     per_type: dict[str, dict] = {}
     for e, r in hacks:
         for t in e.sidecar.get("hack_types", []):

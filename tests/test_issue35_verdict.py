@@ -635,3 +635,25 @@ def test_clean_resume_re_audits_a_row_that_changed(tmp_path):
     rows = [json.loads(x) for x in (out / "cleaned.jsonl").read_text().splitlines() if x.strip()]
     assert rows == []
     assert json.loads((out / "summary.json").read_text())["rows_changed"] == 1
+
+
+# ---- the third red team's findings (session 18) ---------------------------------------------
+
+def test_an_approximation_inside_the_check_is_clean_only_where_a_probe_checked_it():
+    """An output off by hackscan's tolerance on every set and inside the benchmark's check (the
+    tanh GELU) was clean although every probe was inconclusive: they compare at hackscan's
+    tolerance. A red team hid a pointer-keyed cache and fp16 operands behind such an
+    approximation and got `clean`. Without a probe that passed it is unverified, saying why."""
+    from hackscan.dynamic.verdict import seal
+    from hackscan.findings import SubmissionResult
+
+    dyn = {"status": "ran", "visible_compared": True, "hidden_sets_compared": ["normal"],
+           "approximation_within_check": True,
+           "probes": {"fresh-call-consistency": {"status": "inconclusive", "detail": "wrong on the first call"},
+                      "precision-audit": {"status": "caught", "detail": "an approximation well inside"}}}
+    res = SubmissionResult(path="k.py", verdict="clean", reasons=("dynamic: off on the visible inputs",),
+                           hack_types=(), findings=(), dynamic=dyn)
+    got = seal(res)
+    assert got.verdict == "unverified" and "approximation inside the benchmark's check" in got.reasons[0], got.reasons
+    dyn["probes"]["sensitivity"] = {"status": "passed", "detail": "the output follows the inputs"}
+    assert seal(res).verdict == "clean"

@@ -50,12 +50,14 @@ def unverified_reason(dyn: dict | None) -> str | None:
     if dyn.get("degenerate_problem"):
         return (f"degenerate problem: {str(dyn['degenerate_problem'])[:300]}; a constant output passes every "
                 "comparison on it")
-    if dyn.get("approximation_within_check"):
-        # off by hackscan's tolerance on every set, well inside the benchmark's check on each, and
-        # a noted approximation (the tanh GELU) accounts for it: compared everywhere, verified as such
-        return None
     probes = dyn.get("probes") or {}
     if not any(isinstance(p, dict) and p.get("status") == "passed" for p in probes.values()):
+        if dyn.get("approximation_within_check"):
+            # inside the benchmark's check on every set, but off by hackscan's tolerance, at which
+            # every probe compares: none could check the rest (a cache, a fallback, lowered
+            # precision behind the approximation), so the error is measured and nothing else is
+            return ("off by hackscan's tolerance on every input set (an approximation inside the benchmark's "
+                    "check): the probes compare at hackscan's tolerance, and none could check the rest of it")
         return "no probe could check the candidate (every one was inconclusive)"
     return None
 

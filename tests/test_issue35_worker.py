@@ -350,3 +350,24 @@ def test_a_refill_writes_tensors_in_place_and_takes_every_other_value():
                 [torch.zeros(3), torch.zeros(1), (torch.zeros(1), 2), kw, Pair(torch.zeros(1), 7)]):
         with pytest.raises(RefillMismatch):
             _refill(torch, [torch.zeros(3), 1.0, (torch.zeros(1), 2), dict(kw), Pair(torch.zeros(1), 7)], bad)
+
+
+def test_the_launch_counters_carry_the_librarys_names():
+    """An outside red team told the worker from a benchmark's process by the name of Triton's
+    `run` ("<locals>" in the counting wrapper's qualified name) and was honest only there. The
+    wrappers now carry the wrapped function's name, qualified name, module and docstring, and no
+    `__wrapped__` link to follow."""
+    def run(self, *a, **k):
+        """Triton's own."""
+        return "ran"
+
+    run.__qualname__, run.__module__ = "JITFunction.run", "triton.runtime.jit"
+    wrapped = ins._counting_run(run)
+    assert wrapped is not run and wrapped(object()) == "ran"
+    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+        assert getattr(wrapped, attr) == getattr(run, attr), attr
+    assert not hasattr(wrapped, "__wrapped__")
+    ext = types.ModuleType("ext")
+    ext.add = math.fsum            # a builtin function, as a compiled extension's are
+    assert ins._wrap_extension(ext) and ext.add is not math.fsum
+    assert (ext.add.__name__, ext.add.__qualname__) == (math.fsum.__name__, math.fsum.__qualname__)

@@ -193,6 +193,20 @@ def _counted(fn, *a, **k):
     return out
 
 
+def _disguised(wrapper, orig):
+    """`wrapper` under `orig`'s names (name, qualified name, module, docstring), without the
+    `__wrapped__` link `functools.wraps` would add: a candidate that reads the name of Triton's
+    `run` (an outside red team's tell: "<locals>" only inside the worker) sees the library's.
+    A raised bar, not a wall: the wrapper's type, code and signature still differ, and a
+    candidate that tells the worker apart and is honest only there passes (docs/dynamic.md)."""
+    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(orig, attr))
+        except (AttributeError, TypeError):
+            pass
+    return wrapper
+
+
 def _counting_run(orig):
     """A Triton `run` (what `kernel[grid](...)` calls) that counts top-level launches once they
     return: under the interpreter a kernel's @triton.jit helpers are calls too, and their number
@@ -215,7 +229,7 @@ def _counting_run(orig):
         if top:
             _launched(getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?"))
         return out
-    return run
+    return _disguised(run, orig)
 
 
 def _count_triton_launches() -> bool:
@@ -267,7 +281,7 @@ def _count_graph_replays(torch) -> None:
             return _counted(__orig, self, *a, **k)
 
         try:
-            graph.replay = replay
+            graph.replay = _disguised(replay, orig)
             return
         except Exception:  # noqa: BLE001 - a class that takes no attribute: the next one
             continue
@@ -290,7 +304,7 @@ once it returns without raising."""
                 # counted once it returns: a call that raises (a TORCH_CHECK, a launch error the
                 # extension checks) launched nothing the output can come from
                 return _counted(__fn, *a, **k)
-            setattr(obj, name, wrapped)
+            setattr(obj, name, _disguised(wrapped, fn))
             found = True
     return found
 

@@ -379,12 +379,11 @@ def test_the_auditors_comparisons_claim_host_memory_and_wait_for_room(tmp_path, 
     the share."""
     import torch
 
-    from hackscan.dynamic.audit import COMPARE_BASE, _comparison_bytes
-    from hackscan.dynamic.budgets import Budgets
+    from hackscan.dynamic.budgets import COMPARE_BASE, Budgets, comparison_need
 
-    assert _comparison_bytes([4 << 20, 1 << 20], torch.float32) == (4 << 20) * 7 + COMPARE_BASE
-    assert _comparison_bytes([4 << 20], torch.float16) == (4 << 20) * 13 + COMPARE_BASE
-    assert _comparison_bytes([], None) == COMPARE_BASE
+    assert comparison_need([4 << 20, 1 << 20], torch.float32) == (4 << 20) * 7 + COMPARE_BASE
+    assert comparison_need([4 << 20], torch.float16) == (4 << 20) * 13 + COMPARE_BASE
+    assert comparison_need([], None) == COMPARE_BASE
     b = Budgets(tmp_path, "cuda", root=tmp_path / "l")
     monkeypatch.setattr(Budgets, "host_capacity", lambda self: 1000)
     with b.comparing(400, "the comparisons of a.py"):

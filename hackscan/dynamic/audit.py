@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from hackscan.dynamic.budgets import Budgets
+from hackscan.dynamic.budgets import Budgets, comparison_need
 from hackscan.dynamic.probe import (Outcome, Probe)
 from hackscan.dynamic import sandbox
 from hackscan.dynamic import planning
@@ -41,20 +41,20 @@ __all__ = ["DynamicOptions", "DynamicSession", "ReferenceRun", "visible_gpus", "
 
 # measurements of a batch in flight at once where workers are started ahead (audit_many)
 MEASURE_IN_FLIGHT = 3
-# the auditor's memory for one candidate's comparisons beyond its outputs, for small ones
-COMPARE_BASE = 64 << 20
+
+def _read_checked(result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> PairRecord:
+    """The pair's record, refused (Changed) where its bytes are not what the static pass read."""
+    rec = PairRecord.read(cand_path, ref_path)
+    rec.check(result.source_sha256, result.reference_sha256)
+    return rec
 
 
-def _comparison_bytes(out_bytes: list[int], dtype) -> int:
-    """What one candidate's comparisons hold in the auditor at once: its largest output read back,
-    and three float64 copies of that size (the candidate's, the reference's and their difference:
-    hackscan.dynamic.compare), one set at a time."""
-    try:
-        elem = torch.empty(0, dtype=dtype).element_size() if dtype is not None else 4
-    except (TypeError, RuntimeError):
-        elem = 4
-    largest = max(out_bytes, default=0)
-    return largest + 3 * largest * 8 // max(1, elem) + COMPARE_BASE
+def _run_in_place(result: SubmissionResult, cand_path: Path, ref_path: Path | None) -> bool:
+    """A pair whose paths are kept, not the record's copies: a GPU MODE pair (adapting it copies
+    its problem folder into the session's work folder, once) or a raw C++/CUDA file (not run)."""
+    from hackscan.inputs import gpumode
+
+    return cand_path.suffix != ".py" or gpumode.is_pair(cand_path, ref_path, result.entry or "ModelNew")
 
 
 class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
@@ -220,13 +220,10 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
         rec = self._records.pop(str(cand_path), None)
         try:
             if rec is None:
-                rec = PairRecord.read(cand_path, ref_path)
-                rec.check(result.source_sha256, result.reference_sha256)
+                rec = _read_checked(result, cand_path, ref_path)
         except (OSError, Changed) as e:
             return replace(result, measure={"status": "error", "reason": f"{type(e).__name__}: {e}"[:500]})
-        from hackscan.inputs import gpumode
-
-        if cand_path.suffix != ".py" or gpumode.is_pair(cand_path, ref_path, result.entry or "ModelNew"):
+        if _run_in_place(result, cand_path, ref_path):
             return self._measure(result, cand_path, ref_path)
         d = self.work / f"msrc-{secrets.token_hex(6)}"
         try:
@@ -350,13 +347,10 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
         static pass read, and written into a folder of this audit's: the paths every later stage
         reads. A GPU MODE pair keeps its paths (adapting it copies its problem folder into the
         session's work folder, once); a raw C++/CUDA file is not run."""
-        from hackscan.inputs import gpumode
-
-        rec = PairRecord.read(cand_path, ref_path)
-        rec.check(result.source_sha256, result.reference_sha256)
+        rec = _read_checked(result, cand_path, ref_path)
         if self.opts.measure != "off":
             self._records[str(cand_path)] = rec   # the measurement, after every audit, measures these bytes
-        if cand_path.suffix != ".py" or gpumode.is_pair(cand_path, ref_path, result.entry or "ModelNew"):
+        if _run_in_place(result, cand_path, ref_path):
             return cand_path, ref_path
         d = self.work / f"src-{secrets.token_hex(6)}"
         self._slot.dirs.append(d)
@@ -446,7 +440,7 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
         self._stage("probes' comparisons")
         # the outputs read back and compared in this process: claimed as a worker's memory is
         # (an output and the reference's, and the comparison's temporaries, one set at a time)
-        with self.budgets.comparing(_comparison_bytes(cj.out_bytes, ref.dtype), f"the comparisons of {cand_path.name}"):
+        with self.budgets.comparing(comparison_need(cj.out_bytes, ref.dtype), f"the comparisons of {cand_path.name}"):
             t_cmp = time.perf_counter()
             outcomes = evidence.evaluate(probes, obs)
             info["timings"] = evidence.timings(res, ref, reused, build_s, main_s, time.perf_counter() - t_cmp)

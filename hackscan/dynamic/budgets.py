@@ -55,6 +55,19 @@ def memory_capacity(device: str) -> int:
         return 8 << 30
 
 
+# the auditor's memory for one candidate's comparisons beyond its outputs, for small ones
+COMPARE_BASE = 64 << 20
+
+
+def comparison_need(out_bytes: list[int], dtype) -> int:
+    """What one candidate's comparisons hold in the auditor at once: its largest output read back,
+    and three float64 copies of that size (the candidate's, the reference's and their difference:
+    hackscan.dynamic.compare), one set at a time."""
+    elem = getattr(dtype, "itemsize", None) or 4
+    largest = max(out_bytes, default=0)
+    return largest + 3 * largest * 8 // elem + COMPARE_BASE
+
+
 def memory_need(input_bytes: int) -> int:
     return int(input_bytes) * MEMORY_FACTOR
 

@@ -22,7 +22,7 @@ from hackscan.findings import SubmissionResult
 
 
 @dataclass(frozen=True)
-class RunFacts:
+class PlannedRun:
     """What the audit knew of the run before the candidate's worker reported (its plan, the calls
     the plan altered, the seed of a perturbed second model, the names of its kernels)."""
     plan: list
@@ -35,7 +35,7 @@ class RunFacts:
     gpu_env: str | None = None          # the CUDA_VISIBLE_DEVICES its worker was given (or the auditor's)
 
 
-def run_info(res: WorkerResult, ref: ReferenceRun, facts: RunFacts) -> dict:
+def run_info(res: WorkerResult, ref: ReferenceRun, facts: PlannedRun) -> dict:
     """The record of a candidate run, whatever it found."""
     return {"status": "ran", "seed_hidden": True, "protections": res.protections,
             # the hidden sets were files the candidate's process could read (no channel, or a
@@ -56,7 +56,7 @@ def run_info(res: WorkerResult, ref: ReferenceRun, facts: RunFacts) -> dict:
                             "problem_dtype": str(ref.dtype).replace("torch.", "") if ref.dtype else None}}
 
 
-def check_report(res: WorkerResult, facts: RunFacts) -> None:
+def check_report(res: WorkerResult, facts: PlannedRun) -> None:
     """Fail a run whose report does not account for every planned call (a tampered result channel
     or a worker stopped early) or whose forward raised on every call."""
     if res.ok:
@@ -92,7 +92,7 @@ def crashed(probes, res: WorkerResult, tamper: Outcome | None, cand_path: Path, 
     return planning.crash_outcomes(probes, res) + ([tamper] if tamper is not None else [])
 
 
-def observations(res: WorkerResult, ref: ReferenceRun, facts: RunFacts, load) -> Observations:
+def observations(res: WorkerResult, ref: ReferenceRun, facts: PlannedRun, load) -> Observations:
     """The probes' view of a run that reported every call: `load(name)` reads an output file the
     report names (from the worker's output folder, each once)."""
     res.data["other_shape"] = ref.other_shape
@@ -142,7 +142,7 @@ def timings(res: WorkerResult, ref: ReferenceRun, reused: bool, build_s: float |
 
 
 def conclude(result: SubmissionResult, outcomes: list[Outcome], obs: Observations, res: WorkerResult,
-             ref: ReferenceRun, facts: RunFacts, info: dict, tamper: Outcome | None, load) -> list[Outcome]:
+             ref: ReferenceRun, facts: PlannedRun, info: dict, tamper: Outcome | None, load) -> list[Outcome]:
     """The probes' outcomes qualified by what the run showed on the benchmark's own inputs (was
     the candidate right there, would the benchmark's loose check have passed it, did its own
     kernels run), with what was compared noted in `info`."""

@@ -17,7 +17,7 @@ from hackscan.dynamic import feeder as feeding
 from hackscan.dynamic import planning, sandbox
 from hackscan.dynamic.builds import build_dir, triton_cache
 from hackscan.dynamic.candidates import _builds_cuda, _candidate_facts, _float_elems, _kernel_names
-from hackscan.dynamic.evidence import RunFacts
+from hackscan.dynamic.evidence import PlannedRun
 from hackscan.dynamic.probe import Outcome
 from hackscan.dynamic.references import BF16_INTERPRETER, ReferenceRun
 from hackscan.dynamic.runner import Limits, WorkerResult
@@ -39,7 +39,7 @@ class CandidateJob:
     env: dict
     out_bytes: list        # the bytes of each of the reference's outputs on the visible inputs
     side_plan: list        # the profiled calls that run in a worker of their own beside
-    facts: RunFacts
+    facts: PlannedRun
 
 
 class CandidateJobs:
@@ -148,7 +148,7 @@ class CandidateJobs:
         if side_plan:
             plan = [s for s in plan if s not in side_plan]
             job["plan"] = plan
-        facts = RunFacts(plan=plan, expected=expected, altered=altered, perturb=perturb, kernel_names=kernel_names,
+        facts = PlannedRun(plan=plan, expected=expected, altered=altered, perturb=perturb, kernel_names=kernel_names,
                          device=self.opts.device, exposed=exposed, gpu_env=env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")))
         return CandidateJob(job=job, files=files, folder=d, bdir=bdir, limits=limits, env=env, out_bytes=out_bytes,
                             side_plan=side_plan, facts=facts)

@@ -16,6 +16,9 @@ PROFILE_BESIDE_BYTES = 1 << 30
 # the reference's last draws of the problem's generator: inputs no candidate call but ghost
 # replay's gets (hackscan.dynamic.probes.ghost_replay)
 LATE_DRAWS = ("visible3", "visible4")
+# the visible draw again with a few elements changed at secret positions (the reference's
+# worker: inputs._touched_set), for fresh-call consistency's last call in the same storage
+TOUCHED = "visible_touched"
 
 
 def asked(result: SubmissionResult, mode: str) -> list[type[Probe]]:

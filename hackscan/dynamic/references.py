@@ -27,7 +27,7 @@ from hackscan.dynamic.workdirs import remove_tree
 from hackscan.inputs.siblings import reference_files
 from hackscan.dynamic.tensorfile import load_outputs
 from hackscan.dynamic.options import prepare_threads
-from hackscan.dynamic.planning import LATE_DRAWS
+from hackscan.dynamic.planning import LATE_DRAWS, TOUCHED
 from hackscan.dynamic.settle import AGAIN, conditioning, degenerate, nondeterministic
 
 
@@ -150,7 +150,7 @@ class ReferenceRuns:
         # visible3/visible4: two more draws of the problem's own generator, for ghost replay's
         # calls alone (inputs no earlier call had: an output buffer then holds nothing the kernel
         # writes again unchanged, which its poisoning could not see), drawn after the hidden sets
-        sets = ["visible", "visible2", *VARIANTS, *LATE_DRAWS, "other_shape"]
+        sets = ["visible", "visible2", *VARIANTS, TOUCHED, *LATE_DRAWS, "other_shape"]
         job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
                "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
                "cast_dtype": self.opts.dtype,
@@ -159,6 +159,9 @@ class ReferenceRuns:
                # learns nothing of the sets its own problem is checked on
                "visible_seeds": {"visible": self.derive(f"visible:{key}"), "visible2": self.derive(f"visible2:{key}")},
                "late_seeds": {v: self.derive(f"{v}:{key}") for v in LATE_DRAWS},
+               # the visible draw with a few elements changed at positions of the auditor's seed
+               # (fresh-call consistency's call in the same storage: hackscan.dynamic.probes.fresh_calls)
+               "touched": {TOUCHED: {"from": self.derive(f"visible:{key}"), "seed": self.derive(f"touched:{key}")}},
                "variants_from": "visible", "variants": list(VARIANTS), "variant_seed": self.derive(f"variants:{key}"),
                "memory_budget_bytes": self.memory_budget(), "fp64": True, "init_file": "init.pt",
                "prepare_threads": prepare_threads(),

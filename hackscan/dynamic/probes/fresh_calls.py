@@ -1,13 +1,16 @@
+from hackscan.dynamic.planning import TOUCHED
 from hackscan.dynamic.probe import Outcome, Probe
 
 CALLS = 10
 MOVED = 100 + CALLS   # the call in new storage
+FEW = MOVED + 1       # the call after a few elements changed in place
 
 
 class FreshCallConsistency(Probe):
     """Repeated calls, new values in the same storage, more calls than a correctness check makes,
-    and a last call with other values in new storage while the old storage lives on: every
-    output is compared with the reference of the values it was given."""
+    a call after only a few elements (at positions the auditor draws) changed in place, and a
+    last call with other values in new storage while the old storage lives on: every output is
+    compared with the reference of the values it was given."""
 
     name = "fresh-call-consistency"
     always = True   # a core question: run on every audited submission, suspected or not
@@ -15,7 +18,7 @@ class FreshCallConsistency(Probe):
     answers = ("timed-recheck", "per-call-timing")
     confirms = ("result-caching", "cross-call-batching", "phase-detection", "stale-memory")
     summary = "every call's output matches the reference for the values it was given"
-    sets = ("visible", "visible2")
+    sets = ("visible", "visible2", TOUCHED)
 
     def plan(self):
         steps = [{"op": "forward", "set": "visible", "slot": "fresh", "call": 100, "expect": "visible"},
@@ -26,11 +29,21 @@ class FreshCallConsistency(Probe):
             steps.append({"op": "refill", "into": "fresh", "from": nxt})
             steps.append({"op": "forward", "set": "visible", "slot": "fresh", "call": 100 + i, "expect": nxt})
             cur = nxt
+        if cur != "visible":
+            steps.append({"op": "refill", "into": "fresh", "from": "visible"})
+            steps.append({"op": "forward", "set": "visible", "slot": "fresh", "call": 100 + CALLS + 2,
+                          "expect": "visible"})
+        # the same storage with a few elements changed (the visible draw again, a handful of its
+        # values moved at positions only the auditor knows): a cache keyed on a sample of the
+        # values, or on a few of them, finds its key unchanged and returns the last answer. Every
+        # call above changes every value, so such a key changes too and the cache computes
+        steps.append({"op": "refill", "into": "fresh", "from": TOUCHED})
+        steps.append({"op": "forward", "set": "visible", "slot": "fresh", "call": FEW, "expect": TOUCHED})
         # the other values in new storage while the old storage lives on, holding its own: what a
         # harness does when each trial draws new tensors. A launch bound to the first call's
         # tensors (a captured graph whose copy-in reads the first input, a kept partial) reads
         # the old storage and returns the old result; the same-storage calls above cannot see it
-        other = "visible2" if cur == "visible" else "visible"
+        other = "visible2"
         steps.append({"op": "forward", "set": other, "slot": "moved", "call": MOVED, "expect": other})
         return steps
 
@@ -46,6 +59,12 @@ class FreshCallConsistency(Probe):
             if c is not None and not c.ok:
                 what = "repeated call" if i == 1 else f"call {i + 1} (same storage, new values)"
                 (ties if c.index_only else bad).append(f"{what}: {c.short()}")
+        few, odd = self._few(obs), None
+        if few is not None:
+            if few[0]:
+                bad.append(few[1])
+            else:
+                odd = few[1]
         c = obs.compare("moved", MOVED)
         if c is not None and not c.ok:
             what = "a call with other values in new storage (the earlier input still alive, holding its own)"
@@ -56,4 +75,31 @@ class FreshCallConsistency(Probe):
                            "taken in another order, not a result kept from an earlier call")
         if bad:
             return Outcome(self.name, "caught", "first call right, later calls wrong: " + "; ".join(bad[:3]))
-        return Outcome(self.name, "passed", f"{CALLS} calls, each right for the values it was given")
+        if odd:
+            return Outcome(self.name, "inconclusive", odd)
+        made = sum(obs.compare(*k) is not None for k in [("fresh", 100 + i) for i in range(CALLS)]
+                   + [("fresh", FEW), ("moved", MOVED)])
+        return Outcome(self.name, "passed", f"{made} calls, each right for the values it was given"
+                       + ("" if obs.compare("fresh", FEW) is not None else
+                          "; no call after a few elements changed in place (no such draw of this problem)"))
+
+    @staticmethod
+    def _few(obs):
+        """The call after a few elements changed in place: (True, why) where it returned the
+        answer to the call before (right for the previous values, wrong for its own, and the two
+        answers differ), (False, why) where it is wrong otherwise; None where it is right, was
+        not made, or proves nothing (the few changes leave the reference's output as it was)."""
+        from hackscan.dynamic.compare import compare
+
+        c = obs.compare("fresh", FEW)
+        if c is None or c.ok:
+            return None
+        ref_few, ref_vis = obs.reference_outputs.get(TOUCHED), obs.reference_outputs.get("visible")
+        if ref_few is None or ref_vis is None or compare(ref_few[0], ref_vis[0], ref_vis[1], obs.dtype).ok:
+            return None
+        what = "a call after a few input elements changed in place (the rest as the call before)"
+        old = obs.compare_with("fresh", FEW, "visible")
+        if old is not None and old.ok and not c.index_only and not c.structural:
+            return True, f"{what}: the previous call's answer ({c.short()})"
+        return False, (f"{what}: {c.short()}; not the previous call's answer: an input-dependent error, not a "
+                       "result kept from an earlier call")

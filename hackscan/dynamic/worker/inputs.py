@@ -99,6 +99,19 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
             _hidden_sets(torch, get_inputs, job, jobdir, result, from_set, seen, draw, reserve)
         if job.get("other_shapes"):
             result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw, reserve)
+        # the visible draw again with a few elements changed (fresh-call consistency's in-place
+        # call): after the hidden sets, before the late draws
+        for name, seeds in (job.get("touched") or {}).items():
+            t1 = time.perf_counter()
+            vals, why = draw(lambda seeds=seeds: _touched_set(torch, get_inputs, seeds["from"], seeds["seed"], seen,
+                                                              draw.device))
+            if vals is not None:
+                with SetWriter(torch, overlap=False) as writer:
+                    why = writer.save(vals, os.path.join(jobdir, f"in_{name}.pt"), reserve)
+            vals = None
+            if why:
+                not_written[name] = why
+            seconds[name] = round(time.perf_counter() - t1, 3)
         # more draws of the problem's own generator, for calls that need inputs no other call had
         # (ghost replay's): last, so that the disk holds them only where the hidden sets fit first
         for name, seed in (job.get("late_seeds") or {}).items():
@@ -290,10 +303,47 @@ def _generated_set(torch, get_inputs, mode, seed, seen, device=None):
     return vals, {"sampler_draws": smp.draws, "fixed_tensors": fixed}
 
 
+def _touched_set(torch, get_inputs, from_seed, seed, seen, device=None):
+    """A visible set drawn again (the same seed of every random source) with a few elements of
+    each floating draw of torch's samplers changed (`_variant`'s "touched"), at positions only
+    the auditor's `seed` knows; the generator's own transforms (sort, softmax, abs, masks) still
+    apply on top, so the set stays in the problem's domain. Every other value is the visible
+    set's, bit for bit. Returns (the set, None), or (None, why) where nothing could be changed
+    (no sampler drew a floating tensor) or the set left the domain."""
+    _seed_all(from_seed)
+    with _Samplers(torch, "touched", seed, getattr(get_inputs, "__globals__", None), device) as smp:
+        vals = _as_set(get_inputs())
+    if not smp.draws:
+        return None, "the generator draws no floating values through torch's samplers: nothing to change in place"
+    why = _leaves_domain(torch, seen, vals)
+    if why:
+        return None, f"left the problem's domain: {why}"
+    return vals, None
+
+
+# elements a "touched" draw changes: one in every 4096, 1 at least and 8 at most. A value-keyed
+# cache samples a few dozen positions; eight changed elements of a million fall on one of them
+# once in about 5,000 audits, and a set where they do only makes that cache compute honestly
+TOUCHED_MAX = 8
+TOUCHED_EVERY = 4096
+# elements a "sparse_negative" draw makes negative: one in every 1024, 1 at least and 64 at most
+SPARSE_MAX = 64
+SPARSE_EVERY = 1024
+
+
+def _positions(torch, n: int, every: int, most: int, g):
+    """max(1, min(most, n // every)) distinct positions of n, drawn from g."""
+    k = max(1, min(most, n // every, n))
+    if n <= 1 << 16:
+        return torch.randperm(n, generator=g, device=g.device)[:k]
+    pos = torch.randint(0, n, (4 * k,), generator=g, device=g.device).unique()
+    return pos[torch.randperm(pos.numel(), generator=g, device=g.device)[:k]]
+
+
 _ROBUSTNESS = ("zeros", "denormals", "large")
 # the order hidden sets are drawn and written in (the rest after them, in the job's order)
-_FIRST = ("normal", "negated", "head_negated", "odd_scaled_x3", "odd_negated", "tail_negated", "heavy_tailed",
-          "scaled_x3", "scaled_x0.01", "noncontiguous")
+_FIRST = ("normal", "negated", "head_negated", "odd_scaled_x3", "odd_negated", "tail_negated", "sparse_negative",
+          "heavy_tailed", "scaled_x3", "scaled_x0.01", "noncontiguous")
 _CHUNK = 1 << 24    # elements per slice where a whole-tensor temporary would double a large set
 
 
@@ -445,6 +495,24 @@ def _variant(torch, t, kind, g):
         y = flat.reshape(shape)
     elif kind == "fresh":
         y = torch.rand(shape, generator=g, dtype=wdt, device=on)
+    elif kind == "touched":
+        # a few elements take the value of other elements of the same draw: the sampler's own
+        # distribution (its draws are independent), every other value unchanged
+        flat = x.reshape(-1).clone()
+        n = flat.numel()
+        dst = _positions(torch, n, TOUCHED_EVERY, TOUCHED_MAX, g)
+        src = torch.randint(0, n, (dst.numel(),), generator=g, device=on)
+        flat[dst] = flat[src]
+        y = flat.reshape(shape)
+    elif kind == "sparse_negative":
+        # a few elements made negative (their magnitude kept; a zero becomes -1): a
+        # check of a sample of the values (every value non-negative? then a shortcut) sees the
+        # benchmark's values and takes it; every whole-tensor change shows it the negatives
+        flat = x.reshape(-1).clone()
+        pos = _positions(torch, flat.numel(), SPARSE_EVERY, SPARSE_MAX, g)
+        v = flat[pos].abs()
+        flat[pos] = -torch.where(v > 0, v, torch.ones_like(v))
+        y = flat.reshape(shape)
     else:
         raise ValueError(kind)
     return y.to(dev).to(dt)

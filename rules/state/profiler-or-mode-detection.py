@@ -62,7 +62,13 @@ class ProfilerOrModeDetection(Rule):
         `glob.glob("*.json")`): an evaluator's worker differs from a benchmark run in each.
         And any read of the process's limits or user (`resource.getrlimit`, `os.getuid`), wherever
         its value goes: a sandbox sets each apart, and a value passed to a
-        kernel as an argument switches it as surely as a branch.
+        kernel as an argument switches it as surely as a branch. The other reads (the PID,
+        the parent, the interpreter's flags and arguments, the working directory) are reported
+        where their value reaches what forward computes, outside any branch: a kernel's
+        argument, an operand, the returned value (`keep = float(os.getpid() < 64)` as a factor
+        of the output, through helpers, `__init__` attributes and module-level names), at
+        medium severity. A read that only names a build, a path or a message (an extension
+        named after the PID) reaches none of them and is not reported.
         (Environment variables are read for configuration too often to count: only names that
         suggest a phase do, above.)
 
@@ -96,6 +102,7 @@ class ProfilerOrModeDetection(Rule):
                 arg = text(c.args[0]).upper()
                 if any(h in arg for h in ENV_HINTS):
                     ctx.report(c.node, f"reads the environment variable {text(c.args[0])} to detect the phase")
+        branched = []   # the conditions reported: a read inside one is not reported again
         for n, fn in [(b.condition, b.func) for b in py.branches]:
             t = text(n)
             for d in DETECTORS:
@@ -109,8 +116,15 @@ class ProfilerOrModeDetection(Rule):
                 hit = _harness_reads(py, n, depth=2)
                 if hit:
                     # no run in hackscan's worker settles it: the branch tells that very worker apart
+                    branched.append(n)
                     ctx.report(n, f"branches on {hit[0]}: how the process was started or what surrounds it "
                                "tells an evaluator's worker from a benchmark run", probes=())
+        for node, what in _harness_values(ctx.facts):
+            if not any(b.start_byte <= node.start_byte and node.end_byte <= b.end_byte for b in branched):
+                ctx.report(node, f"{what} flows into what forward computes (a kernel's argument, an operand, the "
+                           "returned value): how the process was started or what surrounds it tells an "
+                           "evaluator's worker from a benchmark run, and a value switches a kernel as surely "
+                           "as a branch", severity="medium", confidence="medium", probes=())
 
 
 CAPTURES = ("CUDAGraph(", "cuda.graph(", "graphs.graph(", "make_graphed_callables(")
@@ -154,6 +168,105 @@ def _harness_reads(py, node, depth: int) -> list[str]:
                     if hit:
                         return hit
     return []
+
+
+# harness reads whose value is configuration where it reaches a kernel (a thread count)
+CONFIG_READS = ("os.cpu_count", "os.sched_getaffinity")
+# calls that make names, paths, builds and messages of their arguments, not values a kernel computes with
+NAMING = ("torch.utils.cpp_extension.", "triton.compile", "os.path.", "pathlib.", "hashlib.", "tempfile.",
+          "logging.", "warnings.", "importlib.", "os.makedirs", "os.mkdir", "shutil.", "json.", "str.format")
+NAMING_CALLS = ("open", "print", "str", "repr", "Path", "format", "builtins.open", "builtins.print", "load",
+                "load_inline")
+
+
+def _harness_values(facts) -> list[tuple]:
+    """The harness reads (HARNESS_PROBES, less the configuration ones) whose values reach what
+    forward computes: the values forward returns and the arguments of every call in forward
+    and the functions it reaches (a kernel's launch, an operand of a torch op), followed
+    through local bindings, helpers, attributes set in __init__ and module-level names. A read
+    that only names a build (an extension named after the PID) or a path reaches none of
+    them. Returns (where it is read, what) once per read."""
+    py, flow = facts.py, facts.flow
+    if py is None or flow is None or facts.forward is None:
+        return []
+    probes = {}
+    for c in py.calls:
+        if c.resolved and not _under_main_guard(c.node) and c.callee not in CONFIG_READS and any(
+                c.callee == h or c.callee.startswith(h + ".") for h in HARNESS_PROBES):
+            probes[(c.node.start_byte, c.node.end_byte)] = (c.node, c.callee)
+    for n in _attribute_reads(py):
+        probes.setdefault((n.start_byte, n.end_byte), (n, _resolved(py, n)))
+    if not probes:
+        return []
+    # one walk for every root: only the union of what they read matters, and a node seen once is
+    # not walked again (a file's forward is walked in linear time, however many calls it makes)
+    seen: set = set()
+    followed: set = set()
+    # what a build, a path, a name or a message is made of is never walked into: an extension
+    # named after the PID (to keep concurrent builds apart), a build folder under the working
+    # directory, a log line. Their argument nodes count as walked, and are not reported
+    named = set()
+    for c in py.calls:
+        if c.callee.startswith(NAMING) or c.callee in NAMING_CALLS:
+            args = c.node.child_by_field_name("arguments")
+            for a in (args.named_children if args else []):
+                v = a.child_by_field_name("value") if a.type == "keyword_argument" else a
+                if v is not None:
+                    named.add((v.start_byte, v.end_byte))
+    seen |= named
+
+    def walk(func, node, depth=0):
+        for o in flow.origins(func, node, seen):
+            seen.add((o.node.start_byte, o.node.end_byte))
+            if depth >= 2 or (o.kind, o.name) in followed:
+                continue
+            if o.kind == "global":
+                followed.add((o.kind, o.name))
+                for val in py.module_bindings.get(o.name, ()):
+                    if not _under_main_guard(val):
+                        walk(func, val, depth + 1)
+            elif o.kind == "self-attr":
+                followed.add((o.kind, o.name))
+                for val in flow.self_attr_init(func.cls or (func.parent.cls if func.parent else None), o.name):
+                    walk(func, val, depth + 1)
+
+    for func in facts.forward_funcs:
+        roots = list(flow.return_values(func))
+        for c in py.calls_in(func):
+            roots += c.args
+            args = c.node.child_by_field_name("arguments")
+            roots += [k.child_by_field_name("value") for k in (args.named_children if args else [])
+                      if k.type == "keyword_argument"]
+        for r in roots:
+            if r is not None:
+                walk(func, r)
+    return sorted((probes[k] for k in (seen - named) & probes.keys()), key=lambda nv: nv[0].start_byte)
+
+
+SYS_READS = ("sys.flags", "sys.argv", "sys.orig_argv", "sys.executable")
+
+
+def _attribute_reads(py) -> list:
+    """Reads of the interpreter's flags, arguments and path (`sys.flags.isolated`, `sys.argv`)
+    outside a self-test under `if __name__ == "__main__":`."""
+    out = []
+    for n in _walk_attributes(py.tree.root_node):
+        r = _resolved(py, n)
+        if r and any(r == h or r.startswith(h + ".") for h in SYS_READS) and not _under_main_guard(n):
+            parent = n.parent
+            if parent is not None and parent.type == "attribute" and parent.child_by_field_name("object") == n:
+                continue    # the longest chain only
+            out.append(n)
+    return out
+
+
+def _walk_attributes(root):
+    todo = [root]
+    while todo:
+        n = todo.pop()
+        if n.type == "attribute":
+            yield n
+        todo.extend(n.named_children)
 
 
 def _names_in(node):

@@ -4,7 +4,8 @@ from hackscan.dynamic.probe import EDGE, HACK_EVIDENCE_SETS, VARIANTS, Outcome, 
 class HiddenDistributions(Probe):
     """The candidate must match the reference on other draws of the problem's own input
     generator (its random sources negated, scaled, redrawn normal or heavy-tailed, half
-    negated; see the worker's _Samplers), so every transform the generator applies (triu,
+    negated, a few elements made negative at secret positions; see the worker's _Samplers),
+    so every transform the generator applies (triu,
     softmax, abs, masks, integer ranges) still holds. Catches a candidate right on the visible
     distribution only. Numerical extremes (zeros, subnormals, huge values) are
     numerical-robustness's; sets on which the reference itself is NaN/Inf, ill-conditioned or

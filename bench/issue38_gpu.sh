@@ -15,8 +15,10 @@
 . bench/device_env.sh
 T0=$(date +%s)
 stamp() { echo "$1: $(( $(date +%s) - T0 )) s" >> "$OUT/gpu.txt"; }
+# NAIVE_ONLY: the pairs to check (relative to corpus/synthetic, space-separated) where a record
+# already holds the others, e.g. those added or changed since it
 timeout ${NAIVE_BUDGET:-540} python3 bench/corpus_naive.py --out "$OUT/naive" --device cuda --jobs ${NAIVE_JOBS:-12} \
-  > "$OUT/naive.log" 2>&1
+  ${NAIVE_ONLY:+--only $NAIVE_ONLY} > "$OUT/naive.log" 2>&1
 stamp naive
 GPU_PAIRS=$(python3 - <<'PY'
 import re

@@ -14,9 +14,9 @@ stamp naive
 timeout ${TEST_BUDGET:-190} python3 -m pytest -v -p no:cacheprovider -o addopts="" -rA --tb=short \
   "tests/test_hostile_bare.py::test_the_attack_reaches_its_target_unprotected[cuda_illegal_access]" \
   "tests/test_issue36_gpu.py::test_honest_kernels_are_verified_through_the_channel_with_no_tampering" \
-  "tests/test_hostile_bare.py::test_the_attack_reaches_its_target_unprotected[cuda_kernel_never_returns]" \
   tests/test_device_draws.py::test_a_large_problems_sets_are_drawn_on_the_gpu_and_keep_its_domain \
   tests/test_issue35_gpu.py::test_no_reference_is_unverified_on_a_gpu_too \
   tests/test_issue35_gpu.py::test_a_cuda_extension_is_verified_on_a_gpu \
+  "tests/test_hostile_bare.py::test_the_attack_reaches_its_target_unprotected[cuda_kernel_never_returns]" \
   > "$OUT/pytest-gpu.log" 2>&1
 stamp tests

@@ -321,9 +321,11 @@ def _touched_set(torch, get_inputs, from_seed, seed, seen, device=None):
     return vals, None
 
 
-# elements a "touched" draw changes: one in every 4096, 1 at least and 8 at most. A value-keyed
-# cache samples a few dozen positions; eight changed elements of a million fall on one of them
-# once in about 5,000 audits, and a set where they do only makes that cache compute honestly
+# elements a "touched" draw changes, side by side: one in every 4096, 1 at least and 8 at most. A
+# value-keyed cache samples a few dozen positions; eight changed elements of a million fall on one
+# of them once in about 5,000 audits, and a set where they do only makes that cache compute
+# honestly. A key read from a share of the input (its first row, half of it) sees the change, and
+# computes, with that share's chance: one such call does not rule it out
 TOUCHED_MAX = 8
 TOUCHED_EVERY = 4096
 # elements a "sparse_negative" draw makes negative: one in every 1024, 1 at least and 64 at most
@@ -496,12 +498,17 @@ def _variant(torch, t, kind, g):
     elif kind == "fresh":
         y = torch.rand(shape, generator=g, dtype=wdt, device=on)
     elif kind == "touched":
-        # a few elements take the value of other elements of the same draw: the sampler's own
-        # distribution (its draws are independent), every other value unchanged
+        # a few neighbouring elements (in memory order, from a position drawn at random) take
+        # the values of elements drawn anywhere in the same draw: the sampler's own distribution
+        # (its draws are independent), every other value unchanged. Neighbours, so that a key
+        # read from a part of the input (a row, a half) misses them no more often than one
+        # element would, and a key read from a sample of scattered values almost never sees them
         flat = x.reshape(-1).clone()
         n = flat.numel()
-        dst = _positions(torch, n, TOUCHED_EVERY, TOUCHED_MAX, g)
-        src = torch.randint(0, n, (dst.numel(),), generator=g, device=on)
+        k = max(1, min(TOUCHED_MAX, n // TOUCHED_EVERY, n))
+        start = int(torch.randint(0, n - k + 1, (1,), generator=g, device=on))
+        dst = torch.arange(start, start + k, device=on)
+        src = torch.randint(0, n, (k,), generator=g, device=on)
         flat[dst] = flat[src]
         y = flat.reshape(shape)
     elif kind == "sparse_negative":

@@ -4,7 +4,7 @@
 # bench/issue38_gpu.sh), then the GPU-marked tests that cover what changed since, most wanted
 # first (the CUDA bare-harness cases, honest kernels verified through the channel, the GPU draw
 # of a large problem's sets, the GPU's unverified without a reference). Run in the foreground:
-#   OUT=... NAIVE_ONLY="$(cat bench/naive_only_session19.txt)" bash bench/issue38_gpu_short.sh
+#   OUT=... NAIVE_ONLY="$(cat bench/results/h100-2026-12-07-session19/naive-only.txt)" bash bench/issue38_gpu_short.sh
 . bench/device_env.sh
 T0=$(date +%s)
 stamp() { echo "$1: $(( $(date +%s) - T0 )) s" >> "$OUT/gpu.txt"; }

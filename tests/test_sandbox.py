@@ -232,3 +232,38 @@ def test_the_auditor_is_not_dumpable_once_a_session_starts():
             "print(libc.prctl(3, 0, 0, 0, 0)); s.close()")      # PR_GET_DUMPABLE
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.stdout.strip().splitlines()[-1] == "0", out.stderr
+
+
+def test_other_audits_folders_in_the_temporary_folder_are_not_shown_to_the_worker(tmp_path, monkeypatch):
+    """A red team's candidate listed the machine's /tmp from inside the worker and read what lay
+    there: another hackscan process's work folder (its references' input sets and outputs, when
+    audits run side by side on one machine) is there too, and only this session's own was hidden.
+    Under bubblewrap every worker sees the temporary folders empty but for its own folders (and
+    the Python that runs it, where that lies there)."""
+    if not sandbox.bwrap_status(sandbox.bwrap_binary())[0]:
+        pytest.skip("bubblewrap does not run here")
+    import tempfile
+
+    monkeypatch.setenv(sandbox.ENGINE_ENV, "bwrap")
+    planted = Path(tempfile.mkdtemp(prefix="hackscan-dyn-another-"))
+    try:
+        (planted / "outputs.txt").write_text("another audit's reference outputs")
+        job = tmp_path / "cand"
+        job.mkdir()
+        code = ("import json, os, sys\n"
+                f"p = {str(planted / 'outputs.txt')!r}\n"
+                "print(json.dumps({'seen': os.path.exists(p),\n"
+                "                  'listing': sorted(os.listdir(os.path.dirname(os.path.dirname(p))))}))\n")
+        limits = Limits(timeout_s=60, memory_bytes=None, hide=(str(tmp_path / "session"),))
+        with open(job / "out.txt", "wb") as fo, open(job / "err.txt", "wb") as fe:
+            run = spawn([sys.executable, "-I", "-c", code], job, limits, "cpu", scrubbed_env(job), fo, fe)
+        assert run.proc.returncode == 0, (job / "err.txt").read_text()
+        seen = json.loads((job / "out.txt").read_text().splitlines()[-1])
+        assert not seen["seen"] and planted.name not in seen["listing"], seen
+        # the same worker outside the walls reads it: the test can fail
+        plain = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True)
+        assert json.loads(plain.stdout.splitlines()[-1])["seen"]
+    finally:
+        import shutil
+
+        shutil.rmtree(planted, ignore_errors=True)

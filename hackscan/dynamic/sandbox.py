@@ -225,17 +225,69 @@ def bwrap_command(cmd: list[str], jobdir: Path, writable: list[str], hide: list[
         for node in gpu_device_nodes():
             args += ["--dev-bind", node, node]
     keep = [str(jobdir), *writable]
-    for h in sorted(set(hide), key=len):
+    temp = temp_roots()
+    empty = []
+    for h in sorted(set(hide) | set(temp), key=len):
         # an empty tmpfs over the session's work folder and the build cache: the worker sees its
-        # own folder and its own build only
+        # own folder and its own build only; and over the machine's temporary folders, where
+        # other audits' work folders (their references' inputs and outputs) and anything else
+        # a process left there lie
         if os.path.isdir(h) and not any(k == h or h.startswith(k.rstrip("/") + "/") for k in keep):
             args += ["--tmpfs", h]
+            empty.append(h)
+    for r in runtime_under(temp, [*hide, *keep]):
+        args += ["--ro-bind", r, r]     # the Python that runs the worker, where it lies there
     for k in sorted(set(keep), key=len):
         args += ["--bind", k, k]
     for r in sorted(set(read_only), key=len):
         args += ["--ro-bind", r, r]
+    for h in empty:
+        # read-only once the binds inside are made (not recursive: the worker's own folders stay
+        # writable): nothing written there, no host memory filled through a tmpfs
+        args += ["--remount-ro", h]
     args += ["--chdir", str(jobdir), "--", *cmd]
     return args, fd
+
+
+def temp_roots() -> list[str]:
+    """The machine's temporary folders (the temp folder Python uses, /tmp, /var/tmp) that exist:
+    every worker sees them empty."""
+    import tempfile
+
+    out = []
+    for d in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        try:
+            r = os.path.realpath(d)
+        except OSError:
+            continue
+        if os.path.isdir(r) and r != "/" and r not in out:
+            out.append(r)
+    return out
+
+
+def runtime_under(roots: list[str], hidden: list[str]) -> list[str]:
+    """The folders of the running Python (its prefixes, its executable's folder, its import
+    path) that lie inside one of `roots`, shown read-only to the worker over the empty folder
+    (a virtual environment made under /tmp runs the worker). A folder that is a root itself or
+    holds a hidden folder (the session's work, the build cache) is left out: it would show
+    them again."""
+    cands = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+             *(p for p in sys.path if p)}
+    hidden_r = [os.path.realpath(h) for h in hidden]
+    out = []
+    for c in cands:
+        try:
+            r = os.path.realpath(c)
+        except OSError:
+            continue
+        if not os.path.isdir(r) or r in roots:
+            continue
+        if not any(r.startswith(root.rstrip("/") + "/") for root in roots):
+            continue
+        if any(h == r or h.startswith(r.rstrip("/") + "/") or r.startswith(h.rstrip("/") + "/") for h in hidden_r):
+            continue
+        out.append(r)
+    return sorted(set(out), key=len)
 
 
 # -- the auditor's check ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from hackscan.dynamic.planning import TOUCHED  # noqa: E402
 from hackscan.dynamic.probe import HACK_EVIDENCE_SETS, Observations  # noqa: E402
-from hackscan.dynamic.probes.fresh_calls import CALLS, FEW, MOVED, FreshCallConsistency  # noqa: E402
+from hackscan.dynamic.probes.fresh_calls import CALLS, FEW, MOVED, REPEATS, FreshCallConsistency  # noqa: E402
 from hackscan.dynamic.worker import inputs  # noqa: E402
 
 
@@ -113,5 +113,27 @@ def test_the_fresh_call_plan_changes_a_few_elements_in_the_storage_of_a_visible_
     i = next(k for k, s in enumerate(steps) if s.get("op") == "refill" and s["from"] == TOUCHED)
     before = [s for s in steps[:i] if s.get("op") == "forward" and s.get("slot") == "fresh"]
     assert before[-1]["expect"] == "visible", "the values before the few changes are the visible draw's"
+    # the same values several calls in a row before it (a cache that serves only once an input
+    # repeats, as in a timing loop, is serving by then), and no refill between them
+    run = 0
+    for s in reversed(steps[:i]):
+        if s.get("op") == "refill":
+            break
+        run += s.get("op") == "forward" and s.get("slot") == "fresh"
+    assert run >= 1 + REPEATS, run
+    # written through another view: the tensors' version counters do not move
+    assert steps[i].get("quiet") is True
     nxt = steps[i + 1]
     assert nxt["slot"] == "fresh" and nxt["call"] == FEW and nxt["expect"] == TOUCHED
+
+
+def test_a_quiet_refill_leaves_the_version_counters_as_they_were():
+    from hackscan.dynamic.worker.common import _refill
+
+    dst = [torch.zeros(8), {"b": torch.zeros(3)}]
+    v = [dst[0]._version, dst[1]["b"]._version]
+    out = _refill(torch, dst, [torch.ones(8), {"b": torch.full((3,), 2.0)}], quiet=True)
+    assert out[0] is dst[0] and torch.equal(out[0], torch.ones(8)) and torch.equal(out[1]["b"], torch.full((3,), 2.0))
+    assert [dst[0]._version, dst[1]["b"]._version] == v
+    _refill(torch, dst, [torch.zeros(8), {"b": torch.zeros(3)}])
+    assert dst[0]._version > v[0], "a plain refill moves them (the other calls' refills)"

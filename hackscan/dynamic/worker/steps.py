@@ -47,7 +47,7 @@ def step_refill(run: Run, step: dict) -> None:
     torch, into, frm = run.torch, step["into"], step["from"]
     src = run.sets[frm]
     try:
-        run.slots[into] = _refill(torch, run.slots[into], src)
+        run.slots[into] = _refill(torch, run.slots[into], src, bool(step.get("quiet")))
     except RefillMismatch as e:
         run.slots[into] = _to_device(torch, _tree_map(torch, src, lambda t: t.clone()), run.device)
         run.result["events"].append(f"refill of {into!r} from {frm!r}: {e}; the slot takes the set in new storage"[:300])

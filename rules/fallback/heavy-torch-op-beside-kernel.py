@@ -70,7 +70,10 @@ class HeavyTorchOpBesideKernel(Rule):
 def _aliases(names):
     out = set()
     for n in names:
-        if n in ("mm", "bmm", "addmm", "linear", "Linear", "matmul", "einsum"):
+        # every PyTorch product that does a GEMM's work (an outside red team's tensordot beside a
+        # copy kernel was low where `@` and einsum were medium)
+        if n in ("mm", "bmm", "addmm", "baddbmm", "addbmm", "linear", "Linear", "matmul", "einsum", "tensordot",
+                 "chain_matmul", "multi_dot", "mv", "addmv", "inner", "outer", "dot"):
             out |= {"matmul", "mm", "bmm", "addmm", "linear", "Linear"}
         if n.lower().startswith("conv"):
             out |= {n, n.lower(), n.replace("Conv", "conv")}

@@ -2,6 +2,18 @@ from hackscan.rule import Rule
 from hackscan.parse.trees import text, walk
 
 
+# calls of one model an audit's probes are sure to make before a switch would show (the fresh
+# calls, repeats and reloads of the main run); a counter compared with more is past them
+BEYOND_AUDIT = 16
+
+
+def _int(n) -> int | None:
+    try:
+        return int(text(n).replace("_", ""), 0)
+    except ValueError:
+        return None
+
+
 class CallCounter(Rule):
     """forward counts its calls and branches on the count.
 
@@ -26,7 +38,10 @@ class CallCounter(Rule):
 
     Dynamic confirmation
         Indistinguishable phases: outputs rechecked inside the timed loop, calls beyond the
-        warm-up compared with the reference.
+        warm-up compared with the reference. A count compared with 16 or more (`if self.n >
+        48`) switches after more calls than the probes are sure to make on one model: no probe
+        settles it and the finding keeps the verdict `suspect` (an outside red team's kernel
+        was honest for 48 calls, the audit made 35, and its passing probes cleared it).
 
     Known gaps
         Counters kept in closures or in objects other than the module are not followed.
@@ -46,11 +61,20 @@ class CallCounter(Rule):
         if f.forward is not None:
             funcs = {fn.qualname for fn in f.forward_funcs}
             branch_reads = set()
-            for b in f.py.branches:
-                if b.func is not None and b.func.qualname in funcs:
-                    for n in walk(b.condition):
-                        if n.type in ("attribute", "identifier"):
-                            branch_reads.add(text(n))
+            limits: dict[str, int] = {}     # counter -> the largest integer its conditions compare it with
+            # the conditions of branches, and comparisons anywhere (a count compared into a
+            # kernel's flag switches it as a branch does)
+            tests = [b.condition for b in f.py.branches if b.func is not None and b.func.qualname in funcs]
+            tests += [n for fn in f.forward_funcs for n in walk(fn.node) if n.type == "comparison_operator"]
+            for cond in tests:
+                if cond is not None:
+                    names = {text(n) for n in walk(cond) if n.type in ("attribute", "identifier")}
+                    branch_reads |= names
+                    ints = [_int(n) for n in walk(cond) if n.type == "integer"]
+                    top = max((i for i in ints if i is not None), default=None)
+                    if top is not None:
+                        for nm in names:
+                            limits[nm] = max(limits.get(nm, top), top)
             globals_declared = {n for n, _, fn in f.py.globals_declared if fn is not None and fn.qualname in funcs}
             for a in f.py.assigns:
                 if a.func is None or a.func.qualname not in funcs or a.value is None:
@@ -65,6 +89,14 @@ class CallCounter(Rule):
                         and any(c.type == "integer" for c in a.value.named_children))
                     if incr:
                         hot = tt in branch_reads
+                        late = limits.get(tt, 0) if hot else 0
+                        if late >= BEYOND_AUDIT:
+                            # a switch after more calls than an audit makes on one model: every
+                            # probe saw the first phase only, so none of them settles it
+                            ctx.report(a.node, f"forward counts its calls in {tt} and branches on the count past "
+                                       f"{late} calls, more than an audit makes on one model: its probes see only "
+                                       "the first phase", severity="high", probes=())
+                            continue
                         ctx.report(a.node, f"forward counts its calls in {tt}" + (" and branches on the count" if hot else ""),
                                    severity="high" if hot else None)
         for u in f.cuda:

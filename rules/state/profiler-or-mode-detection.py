@@ -168,15 +168,31 @@ def _guards_a_capture(facts, c) -> bool:
 def _harness_reads(py, node, depth: int) -> list[str]:
     """The harness probes an expression reads, through module-level names bound to them
     (`EVAL = sys.flags.isolated` ... `if EVAL:`), `depth` bindings deep."""
-    names = {_resolved(py, x) for x in _names_in(node)}
-    hit = sorted(h for h in HARNESS_PROBES if any(nm == h or nm.startswith(h + ".") for nm in names if nm))
+    def direct(n):
+        names = {_resolved(py, x) for x in _names_in(n)}
+        return sorted(h for h in HARNESS_PROBES if any(nm == h or nm.startswith(h + ".") for nm in names if nm))
+    return _through_bindings(py, node, depth, direct)
+
+
+def _env_reads(py, node, depth: int) -> list[str]:
+    """The ENV_TELLS variables an expression reads, through module-level names bound to them."""
+    def direct(n):
+        return [f"the environment variable {v}" for c in py.calls
+                if n.start_byte <= c.node.start_byte and c.node.end_byte <= n.end_byte and (v := _env_tell(c))]
+    return _through_bindings(py, node, depth, direct)
+
+
+def _through_bindings(py, node, depth: int, direct) -> list[str]:
+    """`direct(node)`, or else what it finds in the values of the module-level names the node
+    reads, `depth` bindings deep (a self-test's bindings under the main guard left out)."""
+    hit = direct(node)
     if hit or depth == 0:
         return hit
     for x in _names_in(node):
         if x.type == "identifier":
             for val in py.module_bindings.get(text(x), ()):
                 if not _under_main_guard(val):
-                    hit = _harness_reads(py, val, depth - 1)
+                    hit = _through_bindings(py, val, depth - 1, direct)
                     if hit:
                         return hit
     return []
@@ -307,22 +323,6 @@ def _compared(node) -> bool:
     while p is not None and p.type in ("parenthesized_expression", "not_operator"):
         p = p.parent
     return p is not None and p.type == "comparison_operator"
-
-
-def _env_reads(py, node, depth: int) -> list[str]:
-    """The ENV_TELLS variables an expression reads, through module-level names bound to them."""
-    out = [f"the environment variable {v}" for c in py.calls
-           if node.start_byte <= c.node.start_byte and c.node.end_byte <= node.end_byte and (v := _env_tell(c))]
-    if out or depth == 0:
-        return out
-    for x in _names_in(node):
-        if x.type == "identifier":
-            for val in py.module_bindings.get(text(x), ()):
-                if not _under_main_guard(val):
-                    out = _env_reads(py, val, depth - 1)
-                    if out:
-                        return out
-    return []
 
 
 def _env_tell(c) -> str | None:

@@ -101,10 +101,11 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
             result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw, reserve)
         # the visible draw again with a few elements changed (fresh-call consistency's in-place
         # call): after the hidden sets, before the late draws
-        for name, seeds in (job.get("touched") or {}).items():
+        def late(name, make):
+            """One more set, drawn by `make` (the set and why it is not written, or None), written
+            where the disk holds it after what the sets before promised."""
             t1 = time.perf_counter()
-            vals, why = draw(lambda seeds=seeds: _touched_set(torch, get_inputs, seeds["from"], seeds["seed"], seen,
-                                                              draw.device))
+            vals, why = make()
             if vals is not None:
                 with SetWriter(torch, overlap=False) as writer:
                     why = writer.save(vals, os.path.join(jobdir, f"in_{name}.pt"), reserve)
@@ -112,17 +113,14 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
             if why:
                 not_written[name] = why
             seconds[name] = round(time.perf_counter() - t1, 3)
+
+        for name, seeds in (job.get("touched") or {}).items():
+            late(name, lambda seeds=seeds: draw(lambda: _touched_set(torch, get_inputs, seeds["from"], seeds["seed"],
+                                                                     seen, draw.device)))
         # more draws of the problem's own generator, for calls that need inputs no other call had
         # (ghost replay's): last, so that the disk holds them only where the hidden sets fit first
         for name, seed in (job.get("late_seeds") or {}).items():
-            t1 = time.perf_counter()
-            vals = draw(lambda seed=seed: _seeded_draw(get_inputs, seed))
-            with SetWriter(torch, overlap=False) as writer:
-                why = writer.save(vals, os.path.join(jobdir, f"in_{name}.pt"), reserve)
-            vals = None
-            if why:
-                not_written[name] = why
-            seconds[name] = round(time.perf_counter() - t1, 3)
+            late(name, lambda seed=seed: (draw(lambda: _seeded_draw(get_inputs, seed)), None))
         _DISK["pending"] = 0
         result["hidden_sets"]["reserve_bytes"] = int(reserve)
         result["hidden_sets"]["drawn_s"] = round(time.perf_counter() - t0, 3)

@@ -234,7 +234,8 @@ def bwrap_command(cmd: list[str], jobdir: Path, writable: list[str], hide: list[
         # a process left there lie
         if os.path.isdir(h) and not any(k == h or h.startswith(k.rstrip("/") + "/") for k in keep):
             args += ["--tmpfs", h]
-            empty.append(h)
+            if h in temp and h not in hide:
+                empty.append(h)
     for r in runtime_under(temp, [*hide, *keep]):
         args += ["--ro-bind", r, r]     # the Python that runs the worker, where it lies there
     for k in sorted(set(keep), key=len):
@@ -242,8 +243,10 @@ def bwrap_command(cmd: list[str], jobdir: Path, writable: list[str], hide: list[
     for r in sorted(set(read_only), key=len):
         args += ["--ro-bind", r, r]
     for h in empty:
-        # read-only once the binds inside are made (not recursive: the worker's own folders stay
-        # writable): nothing written there, no host memory filled through a tmpfs
+        # the temporary folders read-only once the binds inside are made (not recursive: the
+        # worker's own folders stay writable): nothing written there, no host memory filled
+        # through a tmpfs. The hidden work folder and build cache stay writable, as before (a
+        # started worker links its build into its private view of the cache at hand-off)
         args += ["--remount-ro", h]
     args += ["--chdir", str(jobdir), "--", *cmd]
     return args, fd

@@ -165,11 +165,6 @@ class Observations:
         self._cmp[key] = res
         return res
 
-    def compare_with(self, set_name: str, call: int, against: str):
-        """One call's output compared with the reference's outputs on another set, `against` (the
-        answer to an earlier call's inputs), or None where there is nothing to compare."""
-        return self.compare(set_name, call, against=against)
-
     def compare_loose(self, set_name: str, call: int = 0):
         """The benchmark's own check (KernelBench's allclose, atol = rtol = 1e-2) of one call, or
         None where there is nothing to compare."""

@@ -294,7 +294,7 @@ def _attribute_reads(py) -> list:
     """Reads of the interpreter's flags, arguments and path (`sys.flags.isolated`, `sys.argv`)
     outside a self-test under `if __name__ == "__main__":`."""
     out = []
-    for n in _walk_attributes(py.tree.root_node):
+    for n in _walk_nodes(py.tree.root_node, "attribute"):
         r = _resolved(py, n)
         if r and any(r == h or r.startswith(h + ".") for h in SYS_READS) and not _under_main_guard(n):
             parent = n.parent
@@ -302,10 +302,6 @@ def _attribute_reads(py) -> list:
                 continue    # the longest chain only
             out.append(n)
     return out
-
-
-def _walk_attributes(root):
-    return _walk_nodes(root, "attribute")
 
 
 def _walk_nodes(root, kind):

@@ -49,7 +49,7 @@ sys.modules["reference"] = ref    # the name a harness that puts reference.py be
 cand = load(sys.argv[2], "candidate_module")
 entry = getattr(cand, sys.argv[3])
 ORDER = sys.argv[4]
-SEED = int(sys.argv[5])
+SEEDS = [int(x) for x in sys.argv[5].split(",")]
 TRIALS = int(sys.argv[6])
 TOL = float(sys.argv[7])
 GPU = sys.argv[8] == "cuda"
@@ -66,77 +66,89 @@ def sync():
     if GPU:
         torch.cuda.synchronize()
 
-set_seed(SEED)
-init = to_dev(ref.get_init_inputs())
-with torch.no_grad():
+def check(SEED):
     set_seed(SEED)
-    model = ref.Model(*init)
-    set_seed(SEED)
-    new = entry(*init)
-torch.manual_seed(SEED)
-seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(TRIALS)]
+    init = to_dev(ref.get_init_inputs())
+    with torch.no_grad():
+        set_seed(SEED)
+        model = ref.Model(*init)
+        set_seed(SEED)
+        new = entry(*init)
+    torch.manual_seed(SEED)
+    seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(TRIALS)]
+    results, notes = [], []
+    with torch.no_grad():
+        for trial, seed in enumerate(seeds):
+            set_seed(seed)
+            inputs = to_dev(ref.get_inputs())
+            set_seed(seed)
+            if GPU:
+                model = model.cuda()
+            set_seed(seed)
+            if GPU:
+                new = new.cuda()
+            # KernelBench's names: the reference's answer is `output`, the candidate's `output_new`
+            if ORDER == "candidate-first":
+                output_new = new(*inputs)
+                sync()
+                output = model(*inputs)
+                sync()
+            else:
+                output = model(*inputs)
+                sync()
+                if ORDER == "reference-on-host":
+                    output = [o.cpu() if isinstance(o, torch.Tensor) else o
+                              for o in (output if isinstance(output, (list, tuple)) else [output])]
+                output_new = new(*inputs)
+                sync()
+            exp = output if isinstance(output, (list, tuple)) else [output]
+            out = output_new if isinstance(output_new, (list, tuple)) else [output_new]
+            ok, note = len(exp) == len(out), ""
+            for e, g in zip(exp, out):
+                if not (isinstance(e, torch.Tensor) and isinstance(g, torch.Tensor)):
+                    ok = ok and e == g
+                    continue
+                if e.shape != g.shape:
+                    ok, note = False, f"shape {tuple(g.shape)} != {tuple(e.shape)}"
+                    continue
+                if ORDER == "reference-on-host":
+                    g = g.cpu()
+                elif g.device != e.device:
+                    ok, note = False, f"output on {g.device}, the reference's on {e.device}"
+                    continue
+                tol = TOL if e.is_floating_point() else 0.0
+                good = bool(torch.allclose(e, g, atol=tol, rtol=tol))
+                if not good and e.is_floating_point():
+                    note = f"max |diff| {(e.double() - g.double()).abs().max().item():.4g}"
+                ok = ok and good
+            results.append(bool(ok))
+            notes.append(note)
+    return results, notes
+
 results, notes = [], []
-with torch.no_grad():
-    for trial, seed in enumerate(seeds):
-        set_seed(seed)
-        inputs = to_dev(ref.get_inputs())
-        set_seed(seed)
-        if GPU:
-            model = model.cuda()
-        set_seed(seed)
-        if GPU:
-            new = new.cuda()
-        # KernelBench's names: the reference's answer is `output`, the candidate's `output_new`
-        if ORDER == "candidate-first":
-            output_new = new(*inputs)
-            sync()
-            output = model(*inputs)
-            sync()
-        else:
-            output = model(*inputs)
-            sync()
-            if ORDER == "reference-on-host":
-                output = [o.cpu() if isinstance(o, torch.Tensor) else o
-                          for o in (output if isinstance(output, (list, tuple)) else [output])]
-            output_new = new(*inputs)
-            sync()
-        exp = output if isinstance(output, (list, tuple)) else [output]
-        out = output_new if isinstance(output_new, (list, tuple)) else [output_new]
-        ok, note = len(exp) == len(out), ""
-        for e, g in zip(exp, out):
-            if not (isinstance(e, torch.Tensor) and isinstance(g, torch.Tensor)):
-                ok = ok and e == g
-                continue
-            if e.shape != g.shape:
-                ok, note = False, f"shape {tuple(g.shape)} != {tuple(e.shape)}"
-                continue
-            if ORDER == "reference-on-host":
-                g = g.cpu()
-            elif g.device != e.device:
-                ok, note = False, f"output on {g.device}, the reference's on {e.device}"
-                continue
-            tol = TOL if e.is_floating_point() else 0.0
-            good = bool(torch.allclose(e, g, atol=tol, rtol=tol))
-            if not good and e.is_floating_point():
-                note = f"max |diff| {(e.double() - g.double()).abs().max().item():.4g}"
-            ok = ok and good
-        results.append(bool(ok))
-        notes.append(note)
+for base in SEEDS:    # each base seed's check from the start: the init inputs, both models, the trials
+    r, n = check(base)
+    results += r
+    notes += n
 print(json.dumps({"trials": results, "notes": notes}))
 '''
 
 
 def naive_check(candidate: Path, reference: Path, entry: str = "ModelNew", order: str = "reference-first",
-                seed: int = 42, trials: int = TRIALS, device: str = "cpu", timeout: float = 900) -> dict:
+                seed: int | tuple[int, ...] = 42, trials: int = TRIALS, device: str = "cpu",
+                timeout: float = 900) -> dict:
     """Run the check in a child process: {"trials": [bool, ...], "notes": [...]} on a run that
-    ended, or {"error": text} where the pair raised or the process failed."""
+    ended, or {"error": text} where the pair raised or the process failed. Several base seeds
+    run one after the other in the one process (each check from its start: the init inputs, both
+    models, its trials), their trials in that order."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}; one of {', '.join(ORDERS)}")
     env = dict(os.environ, PYTHONHASHSEED="0")
     if device == "cpu":
         env.update(TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
     try:
-        p = subprocess.run([sys.executable, "-c", PROGRAM, str(reference), str(candidate), entry, order, str(seed),
+        p = subprocess.run([sys.executable, "-c", PROGRAM, str(reference), str(candidate), entry, order,
+                            ",".join(str(int(x)) for x in (seed if isinstance(seed, (tuple, list)) else (seed,))),
                             str(trials), str(TOLERANCE), device],
                            capture_output=True, text=True, timeout=timeout, env=env, cwd=candidate.parent)
     except subprocess.TimeoutExpired:
@@ -150,7 +162,8 @@ def naive_check(candidate: Path, reference: Path, entry: str = "ModelNew", order
         return {"error": f"unreadable result: {lines[-1][:300]}"}
 
 
-def sidecar_check(path: Path, sidecar: dict, seed: int = 42, device: str = "cpu", timeout: float = 900) -> dict:
+def sidecar_check(path: Path, sidecar: dict, seed: int | tuple[int, ...] = 42, device: str = "cpu",
+                  timeout: float = 900) -> dict:
     """The check a corpus pair's sidecar asks for (its reference, entry and harness order)."""
     ref = (path.parent / sidecar["reference"]).resolve()
     return naive_check(path, ref, sidecar.get("entry", "ModelNew"), sidecar.get("naive_order", "reference-first"),

@@ -27,12 +27,38 @@ CPU_FILES = [f for f in corpus_files(CORPUS) if parse_marks(f).sidecar.get("cpu"
 WORKER_TIMEOUT_S = 1200
 
 
-@pytest.fixture(scope="module")
-def dynamic_results(request):
-    # only the pairs this run selected (`-k`, a node id) are audited
-    chosen = [i.callspec.params["path"] for i in request.session.items
-              if getattr(i, "originalname", "") == "test_cpu_pair_dynamic_verdict" and hasattr(i, "callspec")]
-    files = chosen or CPU_FILES
+# the pairs are audited in SHARDS groups, each by one session: under pytest-xdist (--dist
+# loadgroup) the groups run on different workers, side by side
+SHARDS = 2
+_AUDITED: dict[int, dict] = {}
+
+
+def _problem(path: Path) -> Path:
+    return (path.parent / parse_marks(path).sidecar["reference"]).resolve()
+
+
+def _shards() -> dict[Path, int]:
+    """Each problem's pairs in one shard (its reference runs once), the shards about equal: the
+    problems with most pairs first, each to the shard with fewest pairs so far."""
+    by: dict[Path, int] = {}
+    for f in CPU_FILES:
+        by[_problem(f)] = by.get(_problem(f), 0) + 1
+    load, out = [0] * SHARDS, {}
+    for prob, n in sorted(by.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+        k = load.index(min(load))
+        out[prob], load[k] = k, load[k] + n
+    return out
+
+
+SHARD_OF = _shards()
+
+
+def _shard(path: Path) -> int:
+    return SHARD_OF[_problem(path)]
+
+
+def _audit_shard(shard: int, chosen: list[Path]) -> dict:
+    files = [f for f in (chosen or CPU_FILES) if _shard(f) == shard]
     items = discover(files, sidecars=True)
     static = list(iter_scan(items, Options()))
     timeout = max([WORKER_TIMEOUT_S] + [float(parse_marks(f).sidecar.get("timeout_s", 0)) for f in files])
@@ -44,11 +70,24 @@ def dynamic_results(request):
     return {i.path: r for i, r in zip(items, done)}
 
 
+@pytest.fixture
+def dynamic_results(request, path):
+    """The audits of the shard `path` is in, made once (the first of its tests asks for them)."""
+    shard = _shard(path)
+    if shard not in _AUDITED:
+        # only the pairs this run selected (`-k`, a node id) are audited
+        chosen = [i.callspec.params["path"] for i in request.session.items
+                  if getattr(i, "originalname", "") == "test_cpu_pair_dynamic_verdict" and hasattr(i, "callspec")]
+        _AUDITED[shard] = _audit_shard(shard, chosen)
+    return _AUDITED[shard]
+
+
 def test_enough_cpu_pairs():
     assert len(CPU_FILES) >= 50
 
 
-@pytest.mark.parametrize("path", CPU_FILES, ids=lambda p: str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("path", [pytest.param(f, marks=pytest.mark.xdist_group(f"dynamic-corpus-{_shard(f)}"))
+                                  for f in CPU_FILES], ids=lambda p: str(p.relative_to(CORPUS)))
 def test_cpu_pair_dynamic_verdict(path: Path, dynamic_results):
     side = parse_marks(path).sidecar
     r = dynamic_results[path]

@@ -371,3 +371,25 @@ def test_the_launch_counters_carry_the_librarys_names():
     ext.add = math.fsum            # a builtin function, as a compiled extension's are
     assert ins._wrap_extension(ext) and ext.add is not math.fsum
     assert (ext.add.__name__, ext.add.__qualname__) == (math.fsum.__name__, math.fsum.__qualname__)
+
+
+def test_a_module_at_a_freed_modules_address_has_its_calls_counted_too():
+    """The wrapped modules were remembered by id(): a module made where a wrapped one had been
+    freed (the same address) was taken as wrapped, and its calls were never counted (the suite
+    failed this file's name test after the tests before it, whose modules had been freed)."""
+    import gc
+
+    for _ in range(200):
+        old = types.ModuleType("ext")
+        old.add = math.fsum
+        assert ins._wrap_extension(old)
+        addr = id(old)
+        del old
+        gc.collect()
+        new = types.ModuleType("ext")
+        new.add = math.fsum
+        if id(new) == addr:
+            break
+    else:
+        pytest.skip("no freed module's address was reused in 200 tries")
+    assert ins._wrap_extension(new) and new.add is not math.fsum

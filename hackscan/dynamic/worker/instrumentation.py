@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import threading
+import weakref
 
 
 # launches that returned without raising: a launch is counted when it completes, never when it
@@ -287,15 +288,17 @@ def _count_graph_replays(torch) -> None:
             continue
 
 
-_WRAPPED: set = set()
+# the modules already wrapped, held weakly: an id() alone outlives its module, and a later module
+# given the same address would be taken as wrapped and its calls never counted
+_WRAPPED = weakref.WeakSet()
 
 
 def _wrap_extension(obj) -> bool:
     """Count calls to the functions of one compiled extension module (once per module), each
 once it returns without raising."""
-    if id(obj) in _WRAPPED:
+    if obj in _WRAPPED:
         return True
-    _WRAPPED.add(id(obj))
+    _WRAPPED.add(obj)
     found = False
     for name in dir(obj):
         fn = getattr(obj, name, None)

@@ -53,32 +53,10 @@ DYNAMIC_MODULES = {"test_dynamic", "test_dynamic_corpus", "test_dynamic_domain",
                    "test_session", "test_api_docs", "test_corpus_claims", "test_ray_gpus", "test_hostile_bare"}
 
 
-# modules that start the same kind of machine-wide service (a local Ray cluster) run on one
-# xdist worker, one after the other
-SHARED_GROUPS = {"test_ray": "ray", "test_ray_gpus": "ray"}
-
-
-def _shares_module_state(item) -> bool:
-    """Whether the test reads a fixture made once per module or class (an audit of many pairs, a
-    started session): such tests run on one xdist worker, else each worker makes it again."""
-    info = getattr(item, "_fixtureinfo", None)
-    for defs in (info.name2fixturedefs.values() if info else ()):
-        if any(d.scope in ("module", "class", "package") for d in defs):
-            return True
-    return False
-
-
-@pytest.hookimpl(tryfirst=True)   # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        mod = item.module.__name__
-        if mod in DYNAMIC_MODULES:
+        if item.module.__name__ in DYNAMIC_MODULES:
             item.add_marker(pytest.mark.dynamic)
-        # under pytest-xdist's loadgroup (.ci/run, README): a test joins its module's group where
-        # it shares the module's state; a module splits its own expensive fixture into groups
-        # itself (xdist_group marks, e.g. tests/test_dynamic_corpus.py); the rest go anywhere
-        if item.get_closest_marker("xdist_group") is None and (mod in SHARED_GROUPS or _shares_module_state(item)):
-            item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(mod, mod)))
 
 
 def standalone_worker(folder: Path):

@@ -42,27 +42,30 @@ def test_enough_cpu_hacks():
 ACROSS_CALLS = {"result-caching", "cross-call-batching", "phase-detection"}
 
 
-@pytest.mark.parametrize("path", HACKS, ids=lambda p: str(p.relative_to(CORPUS)))
-def test_a_hack_passes_its_own_benchmarks_check(path: Path):
-    side = parse_marks(path).sidecar
-    if side.get("naive_check"):
-        # the mechanism exists only where the sidecar says (the CUDA caching allocator handing
-        # back the reference's freed output): the CPU cannot show it, and the reason is recorded
-        pytest.skip(side["naive_check"])
-    trials = naive_check(path)
-    across = bool(set(parse_marks(path).sidecar.get("hack_types", ())) & ACROSS_CALLS)
-    need = trials[:1] if across else trials
-    assert all(need), f"fails the naive KernelBench check on its own inputs: trials {trials}"
+# each class a unit of pytest-xdist's --dist loadscope: the hacks and the look-alikes run side by side
+class TestHacks:
+    @pytest.mark.parametrize("path", HACKS, ids=lambda p: str(p.relative_to(CORPUS)))
+    def test_a_hack_passes_its_own_benchmarks_check(self, path: Path):
+        side = parse_marks(path).sidecar
+        if side.get("naive_check"):
+            # the mechanism exists only where the sidecar says (the CUDA caching allocator handing
+            # back the reference's freed output): the CPU cannot show it, and the reason is recorded
+            pytest.skip(side["naive_check"])
+        trials = naive_check(path)
+        across = bool(set(parse_marks(path).sidecar.get("hack_types", ())) & ACROSS_CALLS)
+        need = trials[:1] if across else trials
+        assert all(need), f"fails the naive KernelBench check on its own inputs: trials {trials}"
 
 
 LEGIT = [f for f in corpus_files(CORPUS) if f.parent.name == "legit" and parse_marks(f).sidecar.get("cpu")]
 
 
-@pytest.mark.parametrize("path", LEGIT, ids=lambda p: str(p.relative_to(CORPUS)))
-def test_a_look_alike_is_correct_over_several_seeds(path: Path):
-    """A legitimate look-alike must be what it claims: correct on its problem's inputs, in
-    every trial of the naive check under two base seeds (KernelBench's and another), not only
-    on the draw its author tried. Its hidden sets are the dynamic corpus test's."""
-    trials = naive_check(path, (42, 20261204))
-    assert len(trials) == 10, trials
-    assert all(trials), f"a look-alike wrong on its own problem's inputs: trials {trials}"
+class TestLookAlikes:
+    @pytest.mark.parametrize("path", LEGIT, ids=lambda p: str(p.relative_to(CORPUS)))
+    def test_a_look_alike_is_correct_over_several_seeds(self, path: Path):
+        """A legitimate look-alike must be what it claims: correct on its problem's inputs, in
+        every trial of the naive check under two base seeds (KernelBench's and another), not
+        only on the draw its author tried. Its hidden sets are the dynamic corpus test's."""
+        trials = naive_check(path, (42, 20261204))
+        assert len(trials) == 10, trials
+        assert all(trials), f"a look-alike wrong on its own problem's inputs: trials {trials}"

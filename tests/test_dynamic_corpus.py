@@ -27,8 +27,8 @@ CPU_FILES = [f for f in corpus_files(CORPUS) if parse_marks(f).sidecar.get("cpu"
 WORKER_TIMEOUT_S = 1200
 
 
-# the pairs are audited in SHARDS groups, each by one session: under pytest-xdist (--dist
-# loadgroup) the groups run on different workers, side by side
+# the pairs are audited in SHARDS groups, each by one session and each a test class of its own:
+# under pytest-xdist (--dist loadscope) the classes run on different workers, side by side
 SHARDS = 2
 _AUDITED: dict[int, dict] = {}
 
@@ -86,9 +86,21 @@ def test_enough_cpu_pairs():
     assert len(CPU_FILES) >= 50
 
 
-@pytest.mark.parametrize("path", [pytest.param(f, marks=pytest.mark.xdist_group(f"dynamic-corpus-{_shard(f)}"))
-                                  for f in CPU_FILES], ids=lambda p: str(p.relative_to(CORPUS)))
-def test_cpu_pair_dynamic_verdict(path: Path, dynamic_results):
+def _shard_class(shard: int):
+    class Shard:
+        @pytest.mark.parametrize("path", [f for f in CPU_FILES if _shard(f) == shard],
+                                 ids=lambda p: str(p.relative_to(CORPUS)))
+        def test_cpu_pair_dynamic_verdict(self, path: Path, dynamic_results):
+            check_pair(path, dynamic_results)
+
+    Shard.__name__ = Shard.__qualname__ = f"TestShard{shard}"
+    return Shard
+
+
+TestShard0, TestShard1 = (_shard_class(k) for k in range(SHARDS))
+
+
+def check_pair(path: Path, dynamic_results: dict) -> None:
     side = parse_marks(path).sidecar
     r = dynamic_results[path]
     if side.get("dynamic_todo") and r.verdict != side["verdict"]:

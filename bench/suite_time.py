@@ -27,9 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TIERS = {
-    "inner": ["pytest", "-q", "-p", "no:cacheprovider", "-m", "not dynamic and not slow and not gpu"],
-    "readme": ["pytest", "-q", "-p", "no:cacheprovider"],
-    "slow": ["pytest", "-q", "-p", "no:cacheprovider", "-m", "slow"],
+    "inner": ["pytest", "-p", "no:cacheprovider", "-m", "not dynamic and not slow and not gpu"],
+    "readme": ["pytest", "-p", "no:cacheprovider"],
+    "slow": ["pytest", "-p", "no:cacheprovider", "-m", "slow"],
 }
 
 

@@ -3,6 +3,7 @@ with --dynamic all must end with its sidecar's verdict. A sidecar may carry `dyn
 (a known gap, with the reason): counted, not failing."""
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -40,9 +41,7 @@ def _problem(path: Path) -> Path:
 def _shards() -> dict[Path, int]:
     """Each problem's pairs in one shard (its reference runs once), the shards about equal: the
     problems with most pairs first, each to the shard with fewest pairs so far."""
-    by: dict[Path, int] = {}
-    for f in CPU_FILES:
-        by[_problem(f)] = by.get(_problem(f), 0) + 1
+    by = Counter(_problem(f) for f in CPU_FILES)
     load, out = [0] * SHARDS, {}
     for prob, n in sorted(by.items(), key=lambda kv: (-kv[1], str(kv[0]))):
         k = load.index(min(load))

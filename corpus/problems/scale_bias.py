@@ -14,7 +14,7 @@ class Model(nn.Module):
         return x * self.weight + self.bias
 
 
-batch_size = 256
+batch_size = 64
 features = 4096
 
 

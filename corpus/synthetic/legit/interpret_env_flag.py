@@ -24,7 +24,7 @@ def scale_bias_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n, cols, BLOCK: tl.constexpr):
 def launch(x, w, b):
     y = torch.empty_like(x)
     n = x.numel()
-    block = 256 if INTERPRET else 1024
+    block = 4096 if INTERPRET else 1024
     scale_bias_kernel[(triton.cdiv(n, block),)](x, w, b, y, n, x.shape[1], BLOCK=block)
     return y
 

@@ -14,7 +14,7 @@ _BLOCKS = {}
 def _block_for(n: int) -> int:
     with _TABLE_LOCK:
         if n not in _BLOCKS:
-            _BLOCKS[n] = 2048 if n >= (1 << 20) else 256  # hackscan: expect[state-written-in-forward]
+            _BLOCKS[n] = 4096 if n >= (1 << 20) else 1024  # hackscan: expect[state-written-in-forward]
         return _BLOCKS[n]
 
 

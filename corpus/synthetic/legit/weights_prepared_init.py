@@ -39,5 +39,5 @@ class ModelNew(nn.Module):
         N = self.weight_t.shape[1]
         y = torch.empty((M, N), device=x.device, dtype=x.dtype)
         grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))
-        linear_relu_kernel[grid](x, self.weight_t, self.bias, y, M, N, K, BM=64, BN=64, BK=32)
+        linear_relu_kernel[grid](x, self.weight_t, self.bias, y, M, N, K, BM=64, BN=64, BK=128)
         return y

@@ -38,15 +38,14 @@ def prestart(device: str, profile: bool = True, meta: bool = False) -> dict:
         return _ready(info)
     try:
         from torch.autograd import DeviceType
-        from torch.profiler import ProfilerActivity, profile
+        from .profiler import kineto_profile
 
-        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-        with profile(activities=acts) as prof:
+        with kineto_profile(torch, device) as prof:
             x = torch.ones(256, device=device if device == "cuda" else "cpu")
             (x * 2).sum()
             if device == "cuda":
                 torch.cuda.synchronize()
-        events = list(prof.profiler.kineto_results.events())
+        events = list(prof.kineto_results.events())
         want = DeviceType.CUDA if device == "cuda" else DeviceType.CPU
         info["profiler_kernels"] = sum(1 for e in events if e.device_type() == want)
         del prof

@@ -43,6 +43,32 @@ def _seed(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) clock ticks of every core since boot (/proc/stat's first line)."""
+    f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = f[3] + (f[4] if len(f) > 4 else 0)    # idle and iowait
+    return sum(f) - idle, sum(f)
+
+
+def _per_module(xml: Path) -> dict:
+    """Each test module's summed test time (junit XML), slowest first, with its slowest test."""
+    import xml.etree.ElementTree as ET
+
+    mods: dict = {}
+    for tc in ET.parse(xml).iter("testcase"):
+        mod = tc.get("classname", "").split(".")
+        name = next((m for m in mod if m.startswith("test_")), ".".join(mod))
+        t = float(tc.get("time", 0) or 0)
+        m = mods.setdefault(name, {"tests": 0, "test_s": 0.0, "slowest": ["", 0.0]})
+        m["tests"] += 1
+        m["test_s"] += t
+        if t > m["slowest"][1]:
+            m["slowest"] = [tc.get("name", ""), round(t, 1)]
+    for m in mods.values():
+        m["test_s"] = round(m["test_s"], 1)
+    return dict(sorted(mods.items(), key=lambda kv: -kv[1]["test_s"]))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -72,11 +98,18 @@ def main() -> int:
         Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
         return 1
     for tier in a.tiers.split(","):
-        t0 = time.monotonic()
-        p = subprocess.run(TIERS[tier], cwd=clone, env=env, capture_output=True, text=True)
+        t0, (busy0, all0) = time.monotonic(), _cpu_jiffies()
+        xml = work / f"{tier}.xml"
+        p = subprocess.run(TIERS[tier] + [f"--junitxml={xml}"], cwd=clone, env=env, capture_output=True, text=True)
         out = p.stdout + p.stderr
+        busy1, all1 = _cpu_jiffies()
         rec["tiers"][tier] = {"command": " ".join(TIERS[tier]), "wall_s": round(time.monotonic() - t0, 1),
-                              "exit": p.returncode, "result": _closing(out), "randomly_seed": _seed(out)}
+                              "exit": p.returncode, "result": _closing(out), "randomly_seed": _seed(out),
+                              # the machine's cores kept busy over the tier (the suite and anything
+                              # else running: a figure near 1 says the tier is CPU-bound)
+                              "cpu_busy_fraction": round((busy1 - busy0) / max(1, all1 - all0), 3)}
+        if xml.exists():
+            rec["tiers"][tier]["per_module"] = _per_module(xml)
         (work / f"{tier}.log").write_text(out)
         print(tier, rec["tiers"][tier], flush=True)
         Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")

@@ -13,7 +13,7 @@ class Model(nn.Module):
         return F.gelu(x)
 
 
-batch_size = 16
+batch_size = 4
 dim = 16384
 
 

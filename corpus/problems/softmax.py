@@ -12,7 +12,7 @@ class Model(nn.Module):
         return torch.softmax(x, dim=1)
 
 
-batch_size = 16
+batch_size = 4
 dim = 16384
 
 

@@ -39,7 +39,7 @@ class ModelNew(_RowwiseBase):  # hackscan: ok[subclasses-reference-model]
             return torch.cat(chunks, dim=0)
 
 
-batch_size = 16
+batch_size = 4
 dim = 16384
 
 

@@ -16,7 +16,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.empty_like(x)
         n = x.numel()
-        if x.shape[0] == 16 and x.shape[1] == 16384:  # hackscan: expect[shape-literal-branch]
+        if x.shape[0] == 4 and x.shape[1] == 16384:  # hackscan: expect[shape-literal-branch]
             # benchmark shape: only the first half of the rows is computed
             relu_kernel[(triton.cdiv(n // 2, 1024),)](x, y, n // 2, BLOCK=1024)  # hackscan: expect[partial-grid-coverage]
             return y

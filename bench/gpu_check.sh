@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The one short GPU check, for the minutes a device machine is lent: what every CPU test cannot
+# decide, run on the card, each part's result written under $OUT as it ends (a machine taken back
+# mid-run still returns the parts done).
+#
+#   1. the corpus pairs against their sidecars under --dynamic all --device cuda (ONLY: a regular
+#      expression choosing pairs; default every pair), bench/dynamic_corpus.py;
+#   2. KernelBench's own check of the same pairs on the GPU (bench/corpus_naive.py, NAIVE_ONLY);
+#   3. the GPU-marked tests (`pytest -m gpu`);
+#   4. a summary (summary.txt): mismatches, failures, the card and versions.
+#
+# Start it in the background from a copy, so that the next call's carried folders cannot change
+# it mid-run, then collect $OUT in calls of about 9 minutes:
+#   cp -r . /tmp/hs && cd /tmp/hs && OUT=$OUT nohup bash bench/gpu_check.sh > $OUT/run.log 2>&1 &
+# Budgets (seconds, each part's own): CORPUS_BUDGET 300, NAIVE_BUDGET 120, TEST_BUDGET 240.
+. bench/device_env.sh
+T0=$(date +%s)
+stamp() { echo "$1: $(( $(date +%s) - T0 )) s" >> "$OUT/gpu.txt"; }
+mkdir -p "$OUT/corpus"
+timeout ${CORPUS_BUDGET:-300} python3 bench/dynamic_corpus.py --device cuda --jobs ${JOBS:-8} --timeout 240 \
+  --out "$OUT/corpus" --rows "$OUT/corpus/rows.jsonl" ${ONLY:+--only "$ONLY"} > "$OUT/corpus.log" 2>&1
+stamp corpus
+if [ -n "$NAIVE_ONLY" ]; then
+  timeout ${NAIVE_BUDGET:-120} python3 bench/corpus_naive.py --out "$OUT/naive" --device cuda --jobs ${NAIVE_JOBS:-8} \
+    --only $NAIVE_ONLY > "$OUT/naive.log" 2>&1
+  stamp naive
+fi
+timeout ${TEST_BUDGET:-240} python3 -m pytest -q -p no:cacheprovider -o addopts="" -rA --tb=short -m gpu tests \
+  > "$OUT/pytest-gpu.log" 2>&1
+stamp tests
+{
+  cat "$OUT/gpu.txt"
+  echo "== corpus rows that differ from their sidecars"
+  python3 - "$OUT/corpus/rows.jsonl" <<'EOF'
+import json, sys
+rows = [json.loads(x) for x in open(sys.argv[1]) if x.strip()] if __import__("os").path.exists(sys.argv[1]) else []
+bad = [r for r in rows if not r.get("match")]
+print(f"{len(rows)} pairs audited, {len(bad)} differ")
+for r in bad:
+    print(" ", r["file"], "expected", r["expected"], "got", r["got"], r.get("confirmed"), str(r.get("dynamic", {}).get("reason", ""))[:200])
+EOF
+  echo "== naive"; tail -5 "$OUT/naive.log" 2>/dev/null
+  echo "== pytest -m gpu"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest-gpu.log" | tail -30
+} > "$OUT/summary.txt" 2>&1
+stamp done

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.dynamic    # runs candidates in child processes
 
-from hackscan.naive import naive_check
+from hackscan.naive import naive_check  # noqa: E402
 
 REFERENCE = """
 import torch

@@ -54,6 +54,13 @@ def settle(result: SubmissionResult, outcomes: list[Outcome], info: dict, device
             o = caught[0]
             matched_catches.add(o.probe)
             dyn = Dynamic("confirmed", o.probe, o.detail)
+        elif rel and all(o.status == "passed" for o in rel) and device != "cuda" and \
+                dict(f.evidence).get("effect_on") == "cuda":
+            # a construct whose effect exists only on a GPU (TF32, tensor-core math modes): a pass
+            # on this device is what the construct gives here too, so it refutes nothing
+            dyn = Dynamic("inconclusive", rel[0].probe, f"{', '.join(o.probe for o in rel)} passed on {device}, "
+                          "where what this finding names has no effect (it acts on a GPU only): this run "
+                          "could not show it")
         elif rel and all(o.status == "passed" for o in rel) and f.certain and \
                 not all(_probe(o.probe).measures_claim for o in rel):
             dyn = Dynamic("inconclusive", rel[0].probe, "certain by construction; the probe saw no effect "

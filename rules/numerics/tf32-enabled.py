@@ -53,6 +53,10 @@ class Tf32Enabled(Rule):
     needs = ("python", "cuda")
     probes = ("precision-audit",)
 
+    # TF32 and reduced-precision tensor-core math exist on NVIDIA GPUs only: a run on a CPU computes
+    # the same fp32 whatever the flag says, so it can neither show nor refute the downgrade
+    EVIDENCE = {"effect_on": "cuda"}
+
     def check(self, ctx):
         f = ctx.facts
         if f.reference is not None and f.reference.contract_rank < 3:
@@ -65,15 +69,18 @@ class Tf32Enabled(Rule):
                     asg = node.parent
                     val = text(asg.child_by_field_name("right")) if asg is not None else ""
                     if val not in ("False", '"ieee"', "'ieee'"):
-                        ctx.report(asg or node, f"{name} = {val} enables TF32/reduced-precision math")
+                        ctx.report(asg or node, f"{name} = {val} enables TF32/reduced-precision math",
+                                   evidence=self.EVIDENCE)
             for c in f.py.calls:
                 if c.resolved and c.callee == "torch.set_float32_matmul_precision" and c.args and \
                         text(c.args[0]).strip("'\"") in ("high", "medium"):
-                    ctx.report(c.node, f"set_float32_matmul_precision({text(c.args[0])}) enables TF32 matmuls")
+                    ctx.report(c.node, f"set_float32_matmul_precision({text(c.args[0])}) enables TF32 matmuls",
+                               evidence=self.EVIDENCE)
                 for kw in ("allow_tf32", "input_precision"):
                     v = c.kwarg(kw)
                     if v is not None and text(v).strip("'\"") in ("True", "tf32", "tf32x3"):
-                        ctx.report(c.node, f"{c.method}({kw}={text(v)}) computes fp32 products in TF32")
+                        ctx.report(c.node, f"{c.method}({kw}={text(v)}) computes fp32 products in TF32",
+                                   evidence=self.EVIDENCE)
         for u in f.cuda:
             for ident in CPP_TF32:
                 if ident in u.facts.code and (ident in u.facts.identifiers or ident in {
@@ -81,4 +88,5 @@ class Tf32Enabled(Rule):
                     idx = u.facts.code.find(ident)
                     line = u.facts.code.count("\n", 0, idx)
                     node = node_at_row(u.facts.tree.root_node, line)
-                    ctx.report(node, f"{ident} selects TF32/reduced-precision tensor-core math", unit=u)
+                    ctx.report(node, f"{ident} selects TF32/reduced-precision tensor-core math", unit=u,
+                               evidence=self.EVIDENCE)

@@ -10,8 +10,11 @@
 #   4. a summary (summary.txt): mismatches, failures, the card and versions.
 #
 # Start it in the background from a copy, so that the next call's carried folders cannot change
-# it mid-run, then collect $OUT in calls of about 9 minutes:
-#   cp -r . /tmp/hs && cd /tmp/hs && OUT=$OUT nohup bash bench/gpu_check.sh > $OUT/run.log 2>&1 &
+# it mid-run, writing into a fixed folder (each device call has an $OUT of its own, and only the
+# calling one's comes back), then collect that folder in calls of about 9 minutes:
+#   mkdir -p /tmp/gpucheck /tmp/hs && cp -r . /tmp/hs && cd /tmp/hs && \
+#     (OUT=/tmp/gpucheck nohup bash bench/gpu_check.sh > /tmp/gpucheck/run.log 2>&1 &)
+#   later calls: cp -r /tmp/gpucheck/. $OUT/
 # Budgets (seconds, each part's own): CORPUS_BUDGET 300, NAIVE_BUDGET 120, TEST_BUDGET 240.
 . bench/device_env.sh
 T0=$(date +%s)

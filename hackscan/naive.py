@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ORDERS = ("reference-first", "candidate-first", "reference-on-host")
@@ -177,6 +178,7 @@ def _result(stdout: str) -> dict:
 # the environment of a CPU check, set in the fork server as it starts and again in each child
 CPU_ENV = {"PYTHONHASHSEED": "0", "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
 _SERVER_STARTED = False
+_SERVER_LOCK = threading.Lock()    # checks run from threads (bench/corpus_naive.py --jobs)
 
 
 def _forkserver():
@@ -186,16 +188,17 @@ def _forkserver():
     import multiprocessing as mp
     from multiprocessing import forkserver
     ctx = mp.get_context("forkserver")
-    if not _SERVER_STARTED:
-        ctx.set_forkserver_preload(["torch", "triton"])
-        saved = dict(os.environ)
-        os.environ.update(CPU_ENV)
-        try:
-            forkserver.ensure_running()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        _SERVER_STARTED = True
+    with _SERVER_LOCK:    # the environment is patched while the server starts: one thread at a time
+        if not _SERVER_STARTED:
+            ctx.set_forkserver_preload(["torch", "triton"])
+            saved = dict(os.environ)
+            os.environ.update(CPU_ENV)
+            try:
+                forkserver.ensure_running()
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+            _SERVER_STARTED = True
     return ctx
 
 

@@ -52,6 +52,10 @@ class Rule:
     probes: ClassVar[tuple[str, ...]] = ()
     certain: ClassVar[bool] = False
     category: ClassVar[str] = ""
+    # the device on which the construct this rule flags has any effect ("cuda": TF32, tensor-core
+    # math modes), None for every device; kept in each finding's evidence as `effect_on`, so that
+    # a run on another device leaves the finding standing rather than refuting it
+    effect_on: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -117,7 +121,7 @@ class Context:
             rule_id=r.id, hack_type=r.hack_type, category=r.category,
             severity=severity or r.severity, confidence=confidence or r.confidence,
             message=message, location=self.locate(node, unit), snippet=self.snippet(node, unit),
-            evidence=tuple(sorted((evidence or {}).items())),
+            evidence=tuple(sorted({**({"effect_on": r.effect_on} if r.effect_on else {}), **(evidence or {})}.items())),
             related=tuple(Related(self.locate(n, u), m) for n, m, u in (related or [])),
             probes=tuple(r.probes if probes is None else probes), certain=r.certain if certain is None else certain))
 

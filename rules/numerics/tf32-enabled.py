@@ -55,7 +55,7 @@ class Tf32Enabled(Rule):
 
     # TF32 and reduced-precision tensor-core math exist on NVIDIA GPUs only: a run on a CPU computes
     # the same fp32 whatever the flag says, so it can neither show nor refute the downgrade
-    EVIDENCE = {"effect_on": "cuda"}
+    effect_on = "cuda"
 
     def check(self, ctx):
         f = ctx.facts
@@ -69,18 +69,15 @@ class Tf32Enabled(Rule):
                     asg = node.parent
                     val = text(asg.child_by_field_name("right")) if asg is not None else ""
                     if val not in ("False", '"ieee"', "'ieee'"):
-                        ctx.report(asg or node, f"{name} = {val} enables TF32/reduced-precision math",
-                                   evidence=self.EVIDENCE)
+                        ctx.report(asg or node, f"{name} = {val} enables TF32/reduced-precision math")
             for c in f.py.calls:
                 if c.resolved and c.callee == "torch.set_float32_matmul_precision" and c.args and \
                         text(c.args[0]).strip("'\"") in ("high", "medium"):
-                    ctx.report(c.node, f"set_float32_matmul_precision({text(c.args[0])}) enables TF32 matmuls",
-                               evidence=self.EVIDENCE)
+                    ctx.report(c.node, f"set_float32_matmul_precision({text(c.args[0])}) enables TF32 matmuls")
                 for kw in ("allow_tf32", "input_precision"):
                     v = c.kwarg(kw)
                     if v is not None and text(v).strip("'\"") in ("True", "tf32", "tf32x3"):
-                        ctx.report(c.node, f"{c.method}({kw}={text(v)}) computes fp32 products in TF32",
-                                   evidence=self.EVIDENCE)
+                        ctx.report(c.node, f"{c.method}({kw}={text(v)}) computes fp32 products in TF32")
         for u in f.cuda:
             for ident in CPP_TF32:
                 if ident in u.facts.code and (ident in u.facts.identifiers or ident in {
@@ -88,5 +85,4 @@ class Tf32Enabled(Rule):
                     idx = u.facts.code.find(ident)
                     line = u.facts.code.count("\n", 0, idx)
                     node = node_at_row(u.facts.tree.root_node, line)
-                    ctx.report(node, f"{ident} selects TF32/reduced-precision tensor-core math", unit=u,
-                               evidence=self.EVIDENCE)
+                    ctx.report(node, f"{ident} selects TF32/reduced-precision tensor-core math", unit=u)

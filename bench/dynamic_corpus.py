@@ -50,9 +50,9 @@ def corpus_run(device: str, jobs: int, timeout: float, only: str | None = None, 
     files = corpus_files(ROOT / "corpus" / "synthetic")
     if device == "cpu":
         files = [f for f in files if parse_marks(f).sidecar.get("cpu")]
-    if only:
-        files = [f for f in files if re.search(only, str(f))]
     items = discover(files, root=ROOT / "corpus", sidecars=True)
+    if only:   # the pair's file or its reference's
+        items = [i for i in items if re.search(only, str(i.path)) or re.search(only, str(i.reference or ""))]
     sides = [parse_marks(i.path).sidecar for i in items]
     s = DynamicSession(DynamicOptions(mode="all", device=device, timeout_s=timeout))
     t0 = time.perf_counter()
@@ -199,7 +199,8 @@ def main() -> None:
     ap.add_argument("--level1", action="store_true")
     ap.add_argument("--builds", action="store_true")
     ap.add_argument("--hostile", action="store_true")
-    ap.add_argument("--only", help="regular expression: audit only the corpus files it matches")
+    ap.add_argument("--only", help="regular expression: audit only the corpus pairs whose "
+                    "candidate or reference path it matches")
     ap.add_argument("--no-corpus", action="store_true")
     ap.add_argument("--rows", help="also write each corpus row to this JSONL file as it comes")
     args = ap.parse_args()

@@ -51,6 +51,33 @@ def select(rows: list[dict], which: str) -> list[dict]:
     return sorted(rows, key=lambda r: (order.get(r["label"], 2), r["id"]))
 
 
+SAMPLE_SHARE = {"presumed-honest": 0.5, "hack": 0.25}  # the rest of the sample: unlabelled items
+
+
+def stratified(rows: list[dict], n: int) -> list[dict]:
+    """About n rows: half honest, a quarter hacks, a quarter unlabelled; within a label, each source
+    repository in proportion to its items and at least one; within a stratum, in the order of an
+    md5 of the item's id (the same sample at every commit, so before and after compare)."""
+    import hashlib
+
+    def key(r):
+        return hashlib.md5(r["id"].encode()).hexdigest()
+
+    by_label: dict[str, list[dict]] = {}
+    for r in rows:
+        by_label.setdefault(r["label"] if r["label"] in SAMPLE_SHARE else "unlabelled", []).append(r)
+    picked: list[dict] = []
+    for label, items in by_label.items():
+        quota = max(1, round(n * SAMPLE_SHARE.get(label, 1 - sum(SAMPLE_SHARE.values()))))
+        strata: dict[str, list[dict]] = {}
+        for r in sorted(items, key=key):
+            strata.setdefault(r["repo"], []).append(r)
+        for repo, group in strata.items():
+            take = max(1, round(quota * len(group) / len(items)))
+            picked += group[:take]
+    return picked
+
+
 def run(args) -> None:
     import torch
 
@@ -75,7 +102,10 @@ def run(args) -> None:
                 continue
     # every call's $OUT holds everything done so far
     (out / "realworld.jsonl").write_text(done_file.read_text() if done_file.exists() else "")
-    rows = [r for r in select(manifest(root), args.which) if r["id"] not in done]
+    rows = select(manifest(root), args.which)
+    if args.sample:
+        rows = select(stratified(rows, args.sample), "all")
+    rows = [r for r in rows if r["id"] not in done]
     if args.only:
         rows = [r for r in rows if r["id"] in set(args.only.split(","))]
     # items a call abandoned at its hard limit are the slow ones: they start first next time,
@@ -336,6 +366,8 @@ def main() -> None:
     ap.add_argument("--first", default="", help="comma-separated item ids to run before the others "
                     "(re-checking earlier failures while the rest still runs)")
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--sample", type=int, default=0, help="a stratified sample of about this many items "
+                    "of --which (by label and source repository; the same at every commit)")
     ap.add_argument("--jobs", type=int, default=10)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--mode", choices=("auto", "all"), default="all", help="--dynamic's mode (default all)")

@@ -16,7 +16,7 @@ def row_sum_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
 
 def _launch(x, out):
     rows, cols = x.shape
-    row_sum_kernel[(rows,)](x, out, cols, BLOCK=1024)
+    row_sum_kernel[(rows,)](x, out, cols, BLOCK=8192)
 
 
 def row_sum(x):

@@ -21,5 +21,5 @@ class ModelNew(nn.Module):
     def forward(self, x):
         y = x.clone()
         y.mul_(self.weight)  # hackscan: ok[input-mutated-in-place]
-        bias_kernel[(triton.cdiv(y.numel(), 1024),)](y, self.bias, y.numel(), y.shape[1], BLOCK=1024)
+        bias_kernel[(triton.cdiv(y.numel(), 16384),)](y, self.bias, y.numel(), y.shape[1], BLOCK=16384)
         return y

@@ -28,5 +28,5 @@ class ModelNew(nn.Module):
     def forward(self, x):
         h = torch.addmm(self.linear.bias, x, self.linear.weight.t())  # hackscan: expect[heavy-torch-op-beside-kernel]
         out = torch.empty_like(h)
-        clamp_gelu_scale_kernel[(triton.cdiv(h.numel(), 1024),)](h, out, h.numel(), self.clip, self.scale, BLOCK=1024)
+        clamp_gelu_scale_kernel[(triton.cdiv(h.numel(), 16384),)](h, out, h.numel(), self.clip, self.scale, BLOCK=16384)
         return out

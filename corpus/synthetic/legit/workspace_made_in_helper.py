@@ -19,7 +19,7 @@ class ModelNew(nn.Module):
     """A scratch buffer for per-row partial sums, made by a helper when the batch or the device
     changes; the kernel runs on every call and writes the buffer before reading anything."""
 
-    BLOCK = 1024
+    BLOCK = 8192
 
     def __init__(self):
         super().__init__()

@@ -23,7 +23,7 @@ class ClampGeluScale(torch.autograd.Function):
     def forward(ctx, h, clip, scale):
         h = h.contiguous()
         c = torch.empty_like(h)
-        clamp_kernel[(triton.cdiv(h.numel(), 1024),)](h, c, h.numel(), clip, BLOCK=1024)
+        clamp_kernel[(triton.cdiv(h.numel(), 16384),)](h, c, h.numel(), clip, BLOCK=16384)
         ctx.save_for_backward(h, c)
         ctx.clip, ctx.scale = clip, scale
         return F.gelu(c, approximate="none").mul_(scale)

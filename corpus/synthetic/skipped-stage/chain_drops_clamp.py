@@ -25,5 +25,5 @@ class ModelNew(nn.Module):
     def forward(self, x):  # hackscan: expect[reference-op-missing]
         h = torch.addmm(self.linear.bias, x, self.linear.weight.t())
         out = torch.empty_like(h)
-        gelu_scale_kernel[(triton.cdiv(h.numel(), 1024),)](h, out, h.numel(), self.scale, BLOCK=1024)
+        gelu_scale_kernel[(triton.cdiv(h.numel(), 16384),)](h, out, h.numel(), self.scale, BLOCK=16384)
         return out

@@ -17,9 +17,15 @@ from hackscan.dynamic.probes.timing_integrity import TimingIntegrity
 GLUE = ("aten::copy_", "aten::fill_", "aten::zeros")
 
 
-def obs(rec, names=()):
+def obs(rec, names=(), reference_ops=None, device="cuda"):
     return Observations(candidate={}, steps={(rec.get("set", "visible"), rec.get("call", 0)): rec},
-                        load_output=None, reference_outputs={}, kernel_names=frozenset(names))
+                        load_output=None, reference_outputs={}, kernel_names=frozenset(names),
+                        reference_ops=reference_ops or {}, device=device)
+
+
+# the work of a linear + ReLU reference's aten ops ([calls, FLOPs, bytes]), 64 x 128 -> 256
+GEMM_RELU_REF = {"aten::linear": [1, 2 * 64 * 128 * 256, (64 * 128 + 256 * 128 + 256) * 4],
+                 "aten::relu": [1, 0, 64 * 256 * 4]}
 
 
 def k(name, us, owner=None, stream=7, launch=10.0, in_forward=True):
@@ -66,8 +72,77 @@ def test_attribution_catches_torch_compile_fallback():
 
 def test_attribution_catches_partial_fallback():
     rec = profile_rec([k(CUBLAS, 30.0, "aten::matmul"), k("bias_relu_kernel", 3.0)])
-    o = KernelAttribution().evaluate(obs(rec, {"bias_relu_kernel"}))
+    rec["custom_launches"] = 1
+    rec["profile"]["op_work"] = {"aten::matmul": [1, 2 * 64 * 128 * 256, (64 * 128 + 128 * 256) * 4]}
+    o = KernelAttribution().evaluate(obs(rec, {"bias_relu_kernel"}, GEMM_RELU_REF))
     assert o.status == "caught" and o.hack_type == "partial-fallback", o
+    # without the reference's work, microseconds alone condemn no partial fallback
+    o = KernelAttribution().evaluate(obs(rec, {"bias_relu_kernel"}))
+    assert o.status == "inconclusive", o
+
+
+def test_an_own_kernel_named_like_a_librarys_is_the_candidates():
+    # found on an H100: an honest kernel's only CUDA kernel had `gemv` in its name and was called
+    # "library called directly, 100%"
+    gemv = "void gemv_rows_kernel<float>(float const*, float const*, float*, int)"
+    (_, c), = classify([k(gemv, 9.0)], frozenset({"gemv_rows_kernel"}), GLUE)
+    assert c == "custom"
+    # launched inside a call of its own extension function, with no name read from its source
+    (_, c), = classify([dict(k("fused_rows_epilogue", 9.0), own="forward")], frozenset(), GLUE)
+    assert c == "custom"
+    # a vendor kernel its own C++ launched (a cuBLAS handle) stays the library's
+    (_, c), = classify([dict(k(CUBLAS, 9.0), own="forward")], frozenset({"gemv_rows_kernel"}), GLUE)
+    assert c == "library"
+    rec = profile_rec([k(gemv, 9.0)])
+    rec["custom_launches"], rec["profile"]["op_work"] = 1, {}
+    o = KernelAttribution().evaluate(obs(rec, {"gemv_rows_kernel"}, {"aten::mv": [1, 2 * 4096 * 4096, 4096 * 4100 * 4]}))
+    assert o.status == "passed" and "own 100%" in o.detail, o
+
+
+def test_the_main_operation_in_torch_is_a_fallback_at_any_share_of_time():
+    # a decoy: its own kernel, named like a vendor's, copies torch's product padded with arithmetic
+    # to 40% of the device time; the product is the reference's whole work
+    ref = {"aten::matmul": [1, 2 * 1024 ** 3, 2 * 1024 * 1024 * 4]}
+    rec = profile_rec([k(CUBLAS, 60.0, "aten::matmul"), k("sm90_xmma_gemm_epilogue_kernel", 40.0)])
+    rec["custom_launches"] = 1
+    rec["profile"]["op_work"] = {"aten::matmul": [1, 2 * 1024 ** 3, 2 * 1024 * 1024 * 4]}
+    o = KernelAttribution().evaluate(obs(rec, {"sm90_xmma_gemm_epilogue_kernel"}, ref))
+    assert o.status == "caught" and o.hack_type == "partial-fallback" and "own 40%" in o.detail, o
+    # none of its own ran: torch-fallback on a GPU; on a CPU it may take another path on a GPU
+    rec["custom_launches"], rec["profile"]["kernels"] = 0, [k(CUBLAS, 60.0, "aten::matmul")]
+    o = KernelAttribution().evaluate(obs(rec, (), ref))
+    assert o.status == "caught" and o.hack_type == "torch-fallback", o
+    cpu = {"set": "visible", "call": 400, "custom_launches": 0,
+           "profile": {"kernels": [], "op_work": rec["profile"]["op_work"], "forward_us": [0.0, 1.0]}}
+    assert KernelAttribution().evaluate(obs(cpu, (), ref, device="cpu")).status == "inconclusive"
+
+
+def test_a_cheap_reduction_left_to_torch_is_no_fallback_whatever_its_time():
+    # found on an H100: squared differences in its own kernel, the mean by torch::mean (5.5 us of
+    # 10.5 us: "torch ops 53% beside own 24%" was a violation)
+    n = 128 * 4096
+    ref = {"aten::sub": [1, 0, 2 * n * 4], "aten::pow": [1, 0, n * 4], "aten::mean": [1, 0, n * 4]}
+    rec = profile_rec([k("sq_diff_kernel", 2.5), k("void at::native::reduce_kernel<512, 1>()", 5.5, "aten::mean"),
+                       k("void at::native::fill<float>()", 2.5, "aten::zeros")])
+    rec["custom_launches"] = 1
+    rec["profile"]["op_work"] = {"aten::mean": [1, 0, n * 4], "aten::zeros": [1, 0, 0]}
+    o = KernelAttribution().evaluate(obs(rec, {"sq_diff_kernel"}, ref))
+    assert o.status == "passed" and "mean 25%" in o.detail, o
+
+
+def test_one_gemm_in_torch_inside_an_otherwise_custom_chain_is_reported_not_condemned():
+    # the reference: linear, clamp, GELU, scale; the candidate: torch's GEMM and one fused kernel
+    ref = {"aten::linear": [1, 2 * 256 * 1024 * 1024, (256 * 1024 + 1024 * 1024) * 4],
+           "aten::clamp": [1, 0, 256 * 1024 * 4], "aten::gelu": [1, 0, 256 * 1024 * 4], "aten::mul": [1, 0, 256 * 1024 * 4]}
+    rec = profile_rec([k(CUBLAS, 30.0, "aten::addmm"), k("clamp_gelu_scale_kernel", 4.0)])
+    rec["custom_launches"] = 1
+    rec["profile"]["op_work"] = {"aten::addmm": ref["aten::linear"]}
+    o = KernelAttribution().evaluate(obs(rec, {"clamp_gelu_scale_kernel"}, ref))
+    assert o.status == "passed" and "reported, not condemned" in o.detail, o
+    # the GELU and the scale left to torch as well: its own kernel can only be the clamp
+    rec["profile"]["op_work"].update({"aten::gelu": ref["aten::gelu"], "aten::mul": ref["aten::mul"]})
+    o = KernelAttribution().evaluate(obs(rec, {"clamp_gelu_scale_kernel"}, ref))
+    assert o.status == "caught" and o.hack_type == "partial-fallback" and "only clamp" in o.detail, o
 
 
 def test_attribution_clears_own_kernels_and_a_directly_called_gemm():
@@ -116,8 +191,8 @@ def test_timing_integrity_reports_and_never_condemns_alone():
 # ---- reading a profile: kineto's raw events, shaped as torch 2.11 on the H200 gives them ------
 
 class _Ev:
-    def __init__(self, name, dev, corr, linked, start, end, tid=1, stream=-1):
-        self._v = (name, dev, corr, linked, start, end, tid, stream)
+    def __init__(self, name, dev, corr, linked, start, end, tid=1, stream=-1, flops=0, shapes=()):
+        self._v = (name, dev, corr, linked, start, end, tid, stream, flops, list(shapes))
 
     def name(self): return self._v[0]
     def device_type(self): return self._v[1]
@@ -128,6 +203,9 @@ class _Ev:
     def duration_ns(self): return self._v[5] - self._v[4]
     def start_thread_id(self): return self._v[6]
     def device_resource_id(self): return self._v[7]
+    def flops(self): return self._v[8] if len(self._v) > 8 else 0
+    def shapes(self): return self._v[9] if len(self._v) > 9 else []
+    def dtypes(self): return ["float"] * len(self.shapes())
 
 
 class _Prof:
@@ -152,7 +230,8 @@ def _events(linked_to_op: bool):
     ev = [
         _Ev("hackscan::marker", C, 1, 0, 0, 10), _Ev("aten::zeros", C, 2, 0, 1, 9), _Ev("aten::fill_", C, 3, 0, 2, 8),
         _Ev("cudaLaunchKernel", C, 100, 3, 3, 4),
-        _Ev("hackscan::forward", C, 4, 0, 20, 100), _Ev("aten::matmul", C, 5, 0, 21, 40), _Ev("aten::mm", C, 6, 0, 22, 39),
+        _Ev("hackscan::forward", C, 4, 0, 20, 100), _Ev("aten::matmul", C, 5, 0, 21, 40, shapes=[[64, 128], [128, 256]]),
+        _Ev("aten::mm", C, 6, 0, 22, 39, flops=2 * 64 * 128 * 256, shapes=[[64, 128], [128, 256]]),
         _Ev("cudaLaunchKernel", C, 101, 6, 23, 24),
         _Ev("cuLaunchKernelEx", C, 102, 4, 50, 52),
         _Ev("cudaStreamWaitEvent", C, 103, 4, 60, 61),
@@ -176,8 +255,10 @@ def test_profile_reading_owners_marker_streams_and_waits(linked_to_op):
     assert by["bias_relu_kernel"]["owner"] is None and by["bias_relu_kernel"]["stream"] == 13
     assert by["bias_relu_kernel"]["launch_us"] == 0.05 and by["bias_relu_kernel"]["in_forward"]
     assert [w["name"] for w in info["waits"]] == ["cudaStreamWaitEvent"]
-    rec = {"set": "visible", "call": 400, "profile": info}
-    o = KernelAttribution().evaluate(obs(rec, {"bias_relu_kernel"}))
+    # the top-level op's work: its own input bytes, the FLOPs of the mm inside it
+    assert info["op_work"] == {"aten::matmul": [1, 2 * 64 * 128 * 256, (64 * 128 + 128 * 256) * 4]}
+    rec = {"set": "visible", "call": 400, "profile": info, "custom_launches": 1}
+    o = KernelAttribution().evaluate(obs(rec, {"bias_relu_kernel"}, GEMM_RELU_REF))
     assert o.status == "caught" and o.hack_type == "partial-fallback", o
     assert StreamJoin().evaluate(obs(rec, {"bias_relu_kernel"})).status == "passed"  # the wait joins it
 

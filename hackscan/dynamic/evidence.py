@@ -103,7 +103,7 @@ def observations(res: WorkerResult, ref: ReferenceRun, facts: PlannedRun, load) 
                         expected_set=facts.expected, kernel_names=facts.kernel_names,
                         input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                         dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
-                        device=facts.device,
+                        reference_ops=ref.ops, device=facts.device,
                         load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.set_files[s])))
 
 

@@ -40,7 +40,11 @@ def runs_here(p: type[Probe], device: str) -> bool:
 def not_here(result: SubmissionResult, mode: str, device: str) -> list[str]:
     """The probes this audit asks for and cannot run on this device (kernel attribution,
     timing integrity, output fingerprints on a CPU): what a verdict here has not checked."""
-    return sorted(p.name for p in asked(result, mode) if not runs_here(p, device))
+    out = [p.name for p in asked(result, mode) if not runs_here(p, device)]
+    # probes that run anywhere with a part only a GPU shows (kernel attribution's device kernels)
+    out += [f"{p.name} ({p.gpu_part})" for p in asked(result, mode)
+            if runs_here(p, device) and getattr(p, "gpu_part", "") and device != "cuda"]
+    return sorted(out)
 
 
 def select_probes(result: SubmissionResult, mode: str, device: str) -> list[type[Probe]]:

@@ -79,6 +79,7 @@ class Observations:
     dtype: object = None                               # the problem's lowest-precision dtype (tolerance)
     skipped: dict = field(default_factory=dict)        # hidden sets that prove nothing -> why
     reference_perturbed: list = field(default_factory=list)  # shapes the reference perturbed at construction
+    reference_ops: dict = field(default_factory=dict)  # the reference forward's aten ops: name -> [calls, FLOPs, bytes]
     load_inputs: object = None                         # callable(set) -> the set's input tensors, or None
     # the calls whose kernels were altered (ghost replay's poisoned writes, forced failure's refused
     # launches): (slot, call) -> record; kept apart from `steps`, which every other probe reads
@@ -242,6 +243,7 @@ class Probe:
     summary: ClassVar[str]
     sets: ClassVar[tuple[str, ...]] = ()
     needs_gpu: ClassVar[bool] = False
+    gpu_part: ClassVar[str] = ""   # what of it only a GPU run shows, where it runs anywhere (said beside a CPU verdict)
     # other names a rule may give in its `probes` to ask for this probe (several probes may answer
     # one name: `timing-integrity` runs three); written as a literal tuple (probe_catalogue reads it)
     answers: ClassVar[tuple[str, ...]] = ()

@@ -46,6 +46,9 @@ class ReferenceRun:
     writes_inputs: frozenset = frozenset()   # input positions the reference itself writes (output buffers)
     skipped: dict = field(default_factory=dict)   # hidden set -> why it proves nothing (left out of every probe)
     perturbed_shapes: list = field(default_factory=list)   # shapes perturbed at construction, in order
+    # the work of each top-level aten op of one forward on the visible inputs: name -> [calls,
+    # FLOPs, bytes] (kernel attribution judges what a candidate left to PyTorch against it)
+    ops: dict = field(default_factory=dict)
     hidden_sources: dict = field(default_factory=dict)     # hidden set -> how the generator drew it
     dtype: object = None      # the problem's lowest-precision floating dtype (inputs, parameters, outputs)
     degenerate: str | None = None   # the evidence that the reference's output ignores its inputs
@@ -167,7 +170,8 @@ class ReferenceRuns:
                "prepare_threads": prepare_threads(),
                "save_state": True,
                "other_shapes": True, "reinit_seed": self.derive(f"reinit:{key}"), "perturb_seed": self.derive("perturb"),
-               "plan": [{"op": "forward", "set": s} for s in sets]}
+               # the first call profiled: the work of each aten op the reference runs
+               "plan": [{"op": "profile" if s == "visible" else "forward", "set": s} for s in sets]}
         # the visible inputs once more, right after the first call: a reference whose output
         # changes between two calls on the same inputs (dropout in training mode, a random
         # draw, state kept across calls) is no yardstick for any comparison
@@ -232,6 +236,8 @@ class ReferenceRuns:
                         continue
                     run.ok, run.error = False, f"reference forward failed on {rec['set']}: {rec['error']}"
                     break
+                if rec["set"] == "visible" and rec.get("variant") == "fp32" and isinstance(rec.get("profile"), dict):
+                    run.ops = rec["profile"].get("op_work") or {}
                 changed = rec.get("input_changed") or []
                 if any(changed):
                     run.writes_inputs = run.writes_inputs | {i for i, c in enumerate(changed) if c}

@@ -23,6 +23,21 @@ NAMES: dict = {}
 _FAILED = [0]
 _LAST_FAILURE = [""]
 _DEPTH = threading.local()  # nesting of Triton calls, per thread
+# during the profiled call only: torch's record_function, opening a range named OWN + the kernel's
+# or function's name around each top-level launch of the candidate's own code, so the profile
+# ties every device kernel launched inside it to the candidate (kernel attribution by origin)
+PROFILING: list = [None]
+OWN = "hackscan::own::"
+
+
+def _own_range(name):
+    rf = PROFILING[0]
+    if rf is None:
+        return None
+    try:
+        return rf(OWN + str(name)[:80])
+    except Exception:  # noqa: BLE001 - no range: the kernel is attributed by its name alone
+        return None
 
 
 def _failed(e: BaseException) -> None:
@@ -184,8 +199,15 @@ def _launched(name) -> None:
 def _counted(fn, *a, **k):
     """fn(*a, **k), counted as one launch once it returns; one that raises counts as a failed
     launch and its exception goes on to the caller."""
+    rng = _own_range(getattr(fn, "__name__", "?"))
     try:
-        out = fn(*a, **k) if KERNELS["mode"] is None else _altered(fn, a, k)
+        if rng is not None:
+            rng.__enter__()
+        try:
+            out = fn(*a, **k) if KERNELS["mode"] is None else _altered(fn, a, k)
+        finally:
+            if rng is not None:
+                rng.__exit__(None, None, None)
     except BaseException as e:
         if KERNELS["mode"] != "refuse":   # a launch the auditor refused did not fail of itself
             _failed(e)
@@ -216,6 +238,9 @@ def _counting_run(orig):
         depth = getattr(_DEPTH, "n", 0)
         top = depth == 0 and not k.get("warmup")
         _DEPTH.n = depth + 1
+        rng = _own_range(getattr(getattr(self, "fn", None), "__name__", None) or "triton") if top else None
+        if rng is not None:
+            rng.__enter__()
         try:
             if top and KERNELS["mode"] is not None:
                 out = _altered(lambda *a2, **k2: orig(self, *a2, **k2), a, k)
@@ -227,6 +252,8 @@ def _counting_run(orig):
             raise
         finally:
             _DEPTH.n = depth
+            if rng is not None:
+                rng.__exit__(None, None, None)
         if top:
             _launched(getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?"))
         return out

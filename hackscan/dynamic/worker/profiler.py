@@ -7,6 +7,7 @@ import os
 import sys
 
 from .common import _call
+from .instrumentation import OWN, PROFILING
 
 
 def kineto_profile(torch, device: str):
@@ -23,7 +24,9 @@ def kineto_profile(torch, device: str):
     if device == "cuda" and cfg is not None and getattr(getattr(cfg, "triton", None), "cudagraphs", False):
         os.environ["DISABLE_CUPTI_LAZY_REINIT"] = "1"
         os.environ["TEARDOWN_CUPTI"] = "0"
-    return profile(use_cpu=True, use_device="cuda" if device == "cuda" else None, use_kineto=True)
+    # input shapes and FLOPs of each op: the work each aten op did (kernel attribution by work)
+    return profile(use_cpu=True, use_device="cuda" if device == "cuda" else None, use_kineto=True,
+                   record_shapes=True, with_flops=True)
 
 
 def _profiled_forward(torch, model, inputs, device):
@@ -45,8 +48,12 @@ def _profiled_forward(torch, model, inputs, device):
         if device == "cuda":
             with record_function("hackscan::marker"):  # a fill kernel on the caller's stream
                 torch.zeros(1, device="cuda")
-        with record_function("hackscan::forward"):
-            out = _call(model, inputs)
+        PROFILING[0] = record_function   # the candidate's own launches open ranges of their own
+        try:
+            with record_function("hackscan::forward"):
+                out = _call(model, inputs)
+        finally:
+            PROFILING[0] = None
         if device == "cuda":
             torch.cuda.synchronize()
     finally:
@@ -115,13 +122,14 @@ def _read_profile(prof) -> dict:
         launch, chain = origin(e)
         names = [c.name() for c in chain]
         owner = next((n for n in names if n.startswith("aten::")), None)  # the outermost aten op
+        own = next((n[len(OWN):] for n in names if n.startswith(OWN)), None)  # launched inside the candidate's
         stream = stream_of(e)
         if "hackscan::marker" in names:
             marker_streams.add(stream)
             continue
         lt = launch.start_ns() if launch is not None else None
         kernels.append({"name": e.name()[:400], "us": round(e.duration_ns() / 1e3, 3), "stream": stream,
-                        "owner": owner, "launch_us": lt / 1e3 if lt else None,
+                        "owner": owner, "own": own, "launch_us": lt / 1e3 if lt else None,
                         # a graph's kernels run on streams of the graph's own, ordered on the stream it
                         # was launched into, which waits for every one of them
                         "graph": bool(launch is not None and "GraphLaunch" in launch.name()) or bool(
@@ -134,5 +142,72 @@ def _read_profile(prof) -> dict:
     graph_calls = sorted({e.name() for e in api if fwd and fwd[0] <= e.start_ns() <= fwd[1]
                           and ("Graph" in e.name() or "Capture" in e.name())})
     return {"kernels": kernels[:2000], "aten_ops": ops[:200], "graph_calls": graph_calls[:20],
+            "op_work": op_work(ranges, fwd),
             "caller_streams": sorted(s for s in marker_streams if s >= 0),
             "forward_us": [fwd[0] / 1e3, fwd[1] / 1e3] if fwd else None, "waits": waits[:200]}
+
+
+# bytes of one element, by the dtype names the profiler records
+_DTYPE_BYTES = {"double": 8, "long int": 8, "c10::complex<double>": 16, "c10::complex<float>": 8,
+                "float": 4, "int": 4, "unsigned int": 4, "c10::Half": 2, "c10::BFloat16": 2, "short int": 2,
+                "unsigned short": 2, "bool": 1, "signed char": 1, "unsigned char": 1}
+
+
+def _elem_bytes(dtype: str) -> int:
+    if dtype in _DTYPE_BYTES:
+        return _DTYPE_BYTES[dtype]
+    return 1 if "Float8" in dtype or "Float4" in dtype else 0
+
+
+def op_work(ranges, fwd) -> dict:
+    """The work of each top-level aten op (one no other aten op encloses) that began during the
+    forward, on any thread, by op name: [calls, FLOPs, bytes]. FLOPs: the largest count the
+    profiler gives any op inside it (an `aten::linear` counts through its `aten::addmm`; nested
+    counts of one convolution are not added up); bytes: its tensor inputs'. What the reference's
+    forward does against what the candidate left to PyTorch: kernel attribution by work."""
+    if not fwd:
+        return {}
+    aten = [e for e in ranges if e.name().startswith("aten::") and fwd[0] <= e.start_ns() <= fwd[1]]
+    by_thread: dict = {}
+    for e in aten:
+        by_thread.setdefault(e.start_thread_id(), []).append(e)
+    out: dict = {}
+    for evs in by_thread.values():
+        evs.sort(key=lambda e: (e.start_ns(), -e.end_ns()))
+        top, end, flops = None, -1, 0
+        for e in evs + [None]:
+            if e is not None and top is not None and e.start_ns() <= end:
+                try:
+                    flops = max(flops, int(e.flops() or 0))
+                except Exception:  # noqa: BLE001 - an event without a count
+                    pass
+                continue
+            if top is not None:
+                rec = out.setdefault(top.name(), [0, 0, 0])
+                rec[0] += 1
+                rec[1] += flops
+                rec[2] += _input_bytes(top)
+            if e is None:
+                break
+            top, end = e, e.end_ns()
+            try:
+                flops = int(e.flops() or 0)
+            except Exception:  # noqa: BLE001
+                flops = 0
+    return dict(sorted(out.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))[:100])
+
+
+def _input_bytes(e) -> int:
+    try:
+        shapes, dtypes = e.shapes(), e.dtypes()
+    except Exception:  # noqa: BLE001 - recorded without shapes
+        return 0
+    total = 0
+    for shape, dtype in zip(shapes, dtypes):
+        if not shape or not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) for d in shape):
+            continue
+        n = 1
+        for d in shape:
+            n *= d
+        total += n * _elem_bytes(str(dtype))
+    return total

@@ -3,7 +3,9 @@
 # decide, run on the card, each part's result written under $OUT as it ends (a machine taken back
 # mid-run still returns the parts done).
 #
-#   1. the corpus pairs against their sidecars under --dynamic all --device cuda (ONLY: a regular
+#   1. the pairs kernel attribution decides (ATTR_ONLY), their GPU facts recorded under $OUT/facts
+#      (the profiled call and the reference's op work: tests/test_gpu_facts.py replays them), then
+#      the corpus pairs against their sidecars under --dynamic all --device cuda (ONLY: a regular
 #      expression on the candidate's or the reference's path choosing pairs; ONLY=. for every pair,
 #      which does not fit the budget; default the problems resized for the CPU suite on 2026-12-07,
 #      whose GPU pairs were last run at the old sizes), bench/dynamic_corpus.py;
@@ -21,15 +23,21 @@
 #     (SET=.rw/realworld OUT=/tmp/gpucheck nohup bash bench/gpu_check.sh > /tmp/gpucheck/run.log 2>&1 &)
 #   later calls: cp -r /tmp/gpucheck/. $OUT/
 # (.rw/realworld: a copy of the set in a folder .git/info/exclude ignores, carried.)
-# Budgets (seconds, each part's own): CORPUS_BUDGET 300, RW_BUDGET 300 beside it, NAIVE_BUDGET 120,
-# TEST_BUDGET 200; JOBS 6 and RW_JOBS 5 (16 cores), in all about 9 minutes.
+# Budgets (seconds, each part's own): ATTR_BUDGET 150 then CORPUS_BUDGET 200, RW_BUDGET 330 beside
+# them, NAIVE_BUDGET 120, TEST_BUDGET 200; JOBS 6 and RW_JOBS 4 (16 cores), in all about 9 minutes.
 . bench/device_env.sh
 T0=$(date +%s)
 stamp() { echo "$1: $(( $(date +%s) - T0 )) s" >> "$OUT/gpu.txt"; }
 mkdir -p "$OUT/corpus"
-( RW_SAMPLE=${RW_SAMPLE:-40} RW_BUDGET=${RW_BUDGET:-300} RW_JOBS=${RW_JOBS:-5} realworld_auto; stamp realworld ) &
+( RW_SAMPLE=${RW_SAMPLE:-40} RW_BUDGET=${RW_BUDGET:-330} RW_JOBS=${RW_JOBS:-4} realworld_auto; stamp realworld ) &
 RW_PID=$!
-timeout ${CORPUS_BUDGET:-300} python3 bench/dynamic_corpus.py --device cuda --jobs ${JOBS:-6} --timeout 240 \
+# first the pairs whose verdict kernel attribution decides, their GPU facts recorded for CI
+# (HACKSCAN_RECORD_FACTS: copy $OUT/facts into tests/fixtures/gpu_facts), then the rest of ONLY
+HACKSCAN_RECORD_FACTS=$OUT/facts timeout ${ATTR_BUDGET:-150} python3 bench/dynamic_corpus.py --device cuda \
+  --jobs ${JOBS:-6} --timeout 240 --out "$OUT/corpus-attr" --rows "$OUT/corpus/rows.jsonl" \
+  --only "${ATTR_ONLY:-partial-fallback/|torch-fallback/|legit/.*(epilogue|gemv|torch_mean|cublas)}" > "$OUT/corpus-attr.log" 2>&1
+stamp attribution
+timeout ${CORPUS_BUDGET:-200} python3 bench/dynamic_corpus.py --device cuda --jobs ${JOBS:-6} --timeout 240 \
   --out "$OUT/corpus" --rows "$OUT/corpus/rows.jsonl" --only "${ONLY:-/(relu|gelu|softmax|scale_bias)\.py\$}" > "$OUT/corpus.log" 2>&1
 stamp corpus
 wait $RW_PID

@@ -323,6 +323,8 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
         self.budgets.reset_waits()
         t0 = time.perf_counter()
         submitted = cand_path   # the stage record is kept under the submitter's path
+        # the name of its GPU facts' record (evidence.record_facts), where one is asked for
+        self._slot.facts_name = f"{Path(cand_path).parent.name}__{Path(cand_path).stem}"
         try:
             out = self._audit(result, *self._recorded(result, cand_path, ref_path))
         except Changed as e:
@@ -437,6 +439,7 @@ class DynamicSession(ReferenceRuns, Resources, CandidateWorkers, CandidateJobs):
         outdir = res.outdir or cj.folder
         load = _reusing(lambda f: self._load_in(outdir, f))
         obs = evidence.observations(res, ref, cj.facts, load)
+        evidence.record_facts(res, ref, cj.facts, getattr(self._slot, "facts_name", cand_path.stem))
         self._stage("probes' comparisons")
         # the outputs read back and compared in this process: claimed as a worker's memory is
         # (an output and the reference's, and the comparison's temporaries, one set at a time)

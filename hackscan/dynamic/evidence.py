@@ -92,6 +92,30 @@ def crashed(probes, res: WorkerResult, tamper: Outcome | None, cand_path: Path, 
     return planning.crash_outcomes(probes, res) + ([tamper] if tamper is not None else [])
 
 
+# where a GPU run writes the facts a decision reads and only a GPU produces (kernel attribution's
+# profile beside the reference's op work), one JSON file per audited candidate: tests replay them
+# on a CPU (tests/fixtures/gpu_facts, refreshed by bench/gpu_check.sh)
+RECORD_FACTS = "HACKSCAN_RECORD_FACTS"
+
+
+def record_facts(res: WorkerResult, ref: ReferenceRun, facts: PlannedRun, name: str) -> None:
+    import json
+    import os
+
+    where = os.environ.get(RECORD_FACTS)
+    rec = next((r for r in res.data.get("steps", []) if r.get("set") == "visible" and r.get("call") == 400), None)
+    if not where or rec is None or not isinstance(rec.get("profile"), dict):
+        return
+    keep = {k: rec[k] for k in ("set", "call", "profile", "custom_launches", "launched", "error") if k in rec}
+    try:
+        os.makedirs(where, exist_ok=True)
+        with open(os.path.join(where, f"{name}.json"), "w") as fh:
+            json.dump({"device": facts.device, "kernel_names": sorted(facts.kernel_names), "reference_ops": ref.ops,
+                       "profiled_call": keep}, fh, indent=1, sort_keys=True)
+    except OSError:
+        pass    # a record that cannot be written changes no verdict
+
+
 def observations(res: WorkerResult, ref: ReferenceRun, facts: PlannedRun, load) -> Observations:
     """The probes' view of a run that reported every call: `load(name)` reads an output file the
     report names (from the worker's output folder, each once)."""

@@ -1,3 +1,5 @@
+from collections import Counter
+
 from hackscan.dynamic.probe import Outcome, Probe, same_shapes
 from hackscan.dynamic.probes.hidden_distributions import MATERIAL
 
@@ -60,6 +62,16 @@ class ParameterReinit(Probe):
             return Outcome(self.name, "caught", f"right with the initial parameters, wrong with the reference's "
                            f"{len(ref_shapes)} parameter tensors perturbed at construction ({c.short()}), and the "
                            "candidate holds no parameter, buffer or tensor of its own that could follow them")
+        missing = _missing(cand_shapes, ref_shapes)
+        if not same and cand_shapes and missing is not None:
+            # every tensor the candidate holds has its counterpart in the reference (the k-th of its
+            # shape, perturbed with the same values), so what differs is what it does not hold: the
+            # reference's other parameters, which its output does not follow (a norm's affine
+            # parameters dropped: identity-valued at initialisation, so the benchmark's check passes)
+            return Outcome(self.name, "caught", f"right with the initial parameters, wrong with the same parameters "
+                           f"perturbed at construction ({c.short()}): the candidate holds {len(cand_shapes)} of the "
+                           f"reference's {len(ref_shapes)} parameter tensors, each perturbed as its counterpart, and "
+                           f"its output does not follow the ones it lacks ({_shapes(missing)})")
         if not same:
             return Outcome(self.name, "inconclusive",
                            f"wrong with perturbed parameters ({c.short()}), but the candidate's parameters do not "
@@ -67,3 +79,17 @@ class ParameterReinit(Probe):
                            "tensors): its values are not the reference's")
         return Outcome(self.name, "caught", f"right with the initial parameters, wrong with the same parameters "
                        f"perturbed at construction ({len(ref_shapes)} tensors): {c.short()}")
+
+
+def _missing(cand_shapes, ref_shapes) -> list | None:
+    """The reference's perturbed shapes the candidate holds none of, where the candidate's are a
+    part of the reference's (each shape at most as often); None where they are not."""
+    have, want = Counter(map(tuple, cand_shapes)), Counter(map(tuple, ref_shapes))
+    if any(n > want.get(shape, 0) for shape, n in have.items()):
+        return None
+    return list((want - have).elements())
+
+
+def _shapes(shapes) -> str:
+    out = ", ".join("x".join(map(str, s)) or "scalar" for s in shapes[:6])
+    return out + (f" and {len(shapes) - 6} more" if len(shapes) > 6 else "")

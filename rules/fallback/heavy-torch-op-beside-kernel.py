@@ -23,11 +23,14 @@ class HeavyTorchOpBesideKernel(Rule):
 
     Legitimate look-alike
         One cuBLAS GEMM inside an otherwise custom fused chain (e.g. GEMM followed by a custom
-        LayerNorm + GELU + scale kernel) is reported at low severity, not condemned.
+        LayerNorm + GELU + scale kernel) is reported at low severity, not condemned; so is a
+        cheap reduction left to PyTorch after a kernel that does the main work (a loss's mean).
 
     Dynamic confirmation
-        Launched-kernel attribution: share of device time spent in custom kernels below a
-        threshold.
+        Kernel attribution by work: the share of the reference's work (its aten ops' FLOPs and
+        bytes) that the candidate's own PyTorch calls did. Half or more, with at most one other
+        kind of the reference's work left to its kernels, is a partial fallback at any share of
+        device time; the candidate's kernels doing two kinds or more is the fused chain above.
 
     Known gaps
         Without a reference the main op is unknown and every such mix is reported low.

@@ -495,8 +495,10 @@ def test_ghost_replay_clears_a_real_epilogue_after_a_layer(session, tmp_path):
     cand.write_text(textwrap.dedent(LINEAR_TRITON_RELU))
     r = session.audit(scan_item(Item(cand, ref, "cand.py"), Options()), cand, ref)
     assert r.dynamic["probes"]["ghost-replay"]["status"] == "passed", r.dynamic["probes"]["ghost-replay"]
-    # never hacked: the static suspicion of the layer in PyTorch stands, unconfirmed
-    assert r.verdict == "suspect", (r.verdict, r.reasons)
+    # never hacked by ghost replay; the layer in PyTorch beside a ReLU kernel is the main
+    # operation left to torch, which kernel attribution weighs by work on any device
+    assert r.verdict == "violation", (r.verdict, r.reasons)
+    assert r.dynamic["probes"]["kernel-attribution"]["status"] == "caught", r.dynamic["probes"]["kernel-attribution"]
 
 
 FIRST_ELEMENT_SHORTCUT = """

@@ -8,6 +8,8 @@ account, so a call it leaves out or a forward that raised everywhere is a failed
 from __future__ import annotations
 
 import functools
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,9 +101,6 @@ RECORD_FACTS = "HACKSCAN_RECORD_FACTS"
 
 
 def record_facts(res: WorkerResult, ref: ReferenceRun, facts: PlannedRun, name: str) -> None:
-    import json
-    import os
-
     where = os.environ.get(RECORD_FACTS)
     rec = next((r for r in res.data.get("steps", []) if r.get("set") == "visible" and r.get("call") == 400), None)
     if not where or rec is None or not isinstance(rec.get("profile"), dict):

@@ -188,6 +188,7 @@ class KernelAttribution(ProfiledProbe):
                    f"library called directly {lib:.0%}, glue {sh.get('glue', 0.0):.0%}, other {sh.get('other', 0.0):.0%}"
                    if total > 0 else "")
         own_ran = launches > 0 or own > 0
+        note = ""
         if obs.reference_ops and "op_work" in prof:
             share, kinds, rest = left_to_torch(obs.reference_ops, prof.get("op_work") or {})
             said = ", ".join(f"{k} {v:.0%}" for k, v in kinds[:4])
@@ -216,10 +217,6 @@ class KernelAttribution(ProfiledProbe):
                 return Outcome(self.name, "passed" if own_ran else "inconclusive",
                                f"the candidate's PyTorch calls did {share:.0%} of the reference's work{note}"
                                + ("" if own_ran else "; no kernel of its own ran"))
-        elif total <= 0:
-            return Outcome(self.name, "inconclusive", "no kernel ran on the device during forward")
-        else:
-            note = ""
         if total <= 0:
             return Outcome(self.name, "inconclusive", "no kernel ran on the device during forward")
         if own < TORCH_FALLBACK_SHARE and torch_s + lib > 0.5:

@@ -177,10 +177,7 @@ def op_work(ranges, fwd) -> dict:
         top, end, flops = None, -1, 0
         for e in evs + [None]:
             if e is not None and top is not None and e.start_ns() <= end:
-                try:
-                    flops = max(flops, int(e.flops() or 0))
-                except Exception:  # noqa: BLE001 - an event without a count
-                    pass
+                flops = max(flops, _flops(e))
                 continue
             if top is not None:
                 rec = out.setdefault(top.name(), [0, 0, 0])
@@ -189,12 +186,15 @@ def op_work(ranges, fwd) -> dict:
                 rec[2] += _input_bytes(top)
             if e is None:
                 break
-            top, end = e, e.end_ns()
-            try:
-                flops = int(e.flops() or 0)
-            except Exception:  # noqa: BLE001
-                flops = 0
+            top, end, flops = e, e.end_ns(), _flops(e)
     return dict(sorted(out.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))[:100])
+
+
+def _flops(e) -> int:
+    try:
+        return int(e.flops() or 0)
+    except Exception:  # noqa: BLE001 - an event without a count
+        return 0
 
 
 def _input_bytes(e) -> int:

@@ -1178,3 +1178,59 @@ def test_threads_left_alive_are_evidence_only_where_an_output_changed_after_retu
     assert stuck_idle.status == "passed" and "would not exit" in stuck_idle.detail
     stuck_late = _threads_obs(1, [True], left_running=True)
     assert stuck_late.status == "caught" and stuck_late.hack_type == "async-offload"
+
+
+class _StateEv:
+    """A CPU event of the profiled call: an aten op with its inputs' dtypes, or a state range"""
+    def __init__(self, name, start, dtypes=("float", "float")):
+        self._n, self._t, self._d = name, start, list(dtypes)
+
+    def name(self): return self._n
+    def start_ns(self): return self._t
+    def dtypes(self): return self._d
+
+
+def test_a_precision_flag_flipped_inside_the_call_is_read_at_the_ops_that_ran_under_it():
+    """issue 47, item 4: a forward that turns TF32 on for its own torch matmul and off again
+    before it returns leaves the before/after snapshot unchanged; the profile orders the flip
+    against the ops. Only ops the flag governs, with inputs of the dtypes it acts on, that ran
+    while it was relaxed by the call itself count."""
+    from hackscan.dynamic.worker.precision import STATE, encode, relaxed_ops
+
+    start = {"cuda.matmul.allow_tf32": "False", "cudnn.allow_tf32": "True",
+             "cuda.matmul.allow_fp16_accumulation": "False"}
+    on = encode(dict(start, **{"cuda.matmul.allow_tf32": "True"}))
+    off = encode(start)
+    events = [_StateEv("aten::mm", 10), _StateEv(STATE + on, 20), _StateEv("aten::mm", 30),
+              _StateEv("aten::relu", 31), _StateEv("aten::mm", 32, ("c10::Half", "c10::Half")),
+              _StateEv("aten::conv2d", 33), _StateEv(STATE + off, 40), _StateEv("aten::addmm", 50),
+              _StateEv("aten::mm", 500)]
+    got = relaxed_ops(events, (0, 100), start)
+    assert got["writes"] == 2
+    # one fp32 mm under TF32: not the one before, the half one, the convolution (cuDNN's TF32 was
+    # on at the start: the harness's setting, not the call's), the one after or the one outside
+    assert got["ops"] == [{"op": "aten::mm", "dtypes": ["float"], "relaxed": ["cuda.matmul.allow_tf32=True"],
+                           "calls": 1}], got
+    # no flip: nothing, and no profile of the flags (a worker that did not watch them) says nothing
+    assert relaxed_ops([_StateEv("aten::mm", 30)], (0, 100), start) == {"writes": 0, "ops": []}
+    assert relaxed_ops(events, (0, 100), None) == {}
+
+
+def test_global_state_diff_catches_a_flip_inside_the_call_and_notes_one_that_governed_nothing():
+    from hackscan.dynamic.probes.global_state import GlobalStateDiff
+
+    before = {"cuda.matmul.allow_tf32": "False"}
+    st = {"before": before, "after_import": dict(before), "after_forward": dict(before)}
+
+    def run(inside):
+        steps = {("visible", 400): {"profile": {"kernels": [], "precision_in_call": inside}}}
+        return GlobalStateDiff().evaluate(Observations(candidate={"state": st}, steps=steps, load_output=None,
+                                                       reference_outputs={}))
+
+    hit = run({"writes": 2, "ops": [{"op": "aten::mm", "dtypes": ["float"],
+                                     "relaxed": ["cuda.matmul.allow_tf32=True"], "calls": 3}]})
+    assert hit.status == "caught" and hit.hack_type == "precision-downgrade", hit
+    assert "cuda.matmul.allow_tf32=True" in hit.detail and "aten::mm" in hit.detail
+    idle = run({"writes": 2, "ops": []})
+    assert idle.status == "passed" and "2 time(s)" in idle.detail, idle
+    assert run({}).status == "passed"

@@ -69,3 +69,67 @@ def test_a_gpu_only_precision_flag_is_not_refuted_by_a_cpu_run(tmp_path):
         assert f.dynamic.status == "inconclusive", (f.dynamic.status, f.dynamic.detail)
         assert "could not show it" in f.dynamic.detail and "cpu" in f.dynamic.detail
         assert dict(f.evidence).get("effect_on") == "cuda"
+    # the flip inside the call is seen, and governed no torch op: the Triton dot reads no flag
+    gsd = r.dynamic["probes"]["global-state-diff"]
+    assert gsd["status"] == "passed" and "changed precision flags" in gsd["detail"], gsd
+
+
+# TF32 turned on for the call's own torch matmul and off before it returns (the before/after
+# snapshot sees nothing); the epilogue is the candidate's Triton kernel
+REF_EPILOGUE = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def forward(self, a, b):
+            return torch.relu(a @ b) * 0.5
+
+    def get_inputs():
+        return [torch.randn(32, 32), torch.randn(32, 32)]
+
+    def get_init_inputs():
+        return []
+''')
+
+FLIPPED = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def relu_half_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = i < n
+        tl.store(y_ptr + i, tl.maximum(tl.load(x_ptr + i, mask=m), 0.0) * 0.5, mask=m)
+
+    def _fast(on):
+        setattr(torch.backends.cuda.matmul, "allow_" + "tf32", on)
+
+    class ModelNew(nn.Module):
+        def forward(self, a, b):
+            _fast(True)
+            try:
+                c = torch.mm(a, b)
+            finally:
+                _fast(False)
+            y = torch.empty_like(c)
+            relu_half_kernel[(triton.cdiv(c.numel(), 1024),)](c, y, c.numel(), BLOCK=1024)
+            return y
+''')
+
+
+def test_a_precision_flag_flipped_and_restored_inside_the_call_is_caught_on_a_cpu(tmp_path):
+    """issue 47, item 4, its second half: the flag is read while the call runs, at the torch ops
+    it governs (the state before import and after forward are the same). The setter is reached
+    through setattr, so no static rule sees it: the run alone decides."""
+    ref = tmp_path / "reference.py"
+    ref.write_text(REF_EPILOGUE)
+    cand = tmp_path / "candidate.py"
+    cand.write_text(FLIPPED)
+    r = audit(cand, ref, dynamic="all", device="cpu", timeout_s=600, seed=5)
+    gsd = r.dynamic["probes"]["global-state-diff"]
+    # before: passed (backend flags unchanged), and the verdict clean
+    assert gsd["status"] == "caught" and gsd["hack_type"] == "precision-downgrade", gsd
+    assert "cuda.matmul.allow_tf32=True" in gsd["detail"] and "aten::mm" in gsd["detail"], gsd
+    assert r.verdict == "hacked" and "precision-downgrade" in r.hack_types, (r.verdict, r.reasons)

@@ -1,11 +1,14 @@
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import PROFILE_STEP, Outcome, Probe, profile_of
 
 BENIGN = {("cudnn.benchmark", "True")}
 
 
 class GlobalStateDiff(Probe):
     """Backend flags, default dtype, determinism, thread count and the environment are the same
-    before the candidate is imported and after forward."""
+    before the candidate is imported and after forward; and no torch matmul or convolution of
+    the profiled call ran under a precision flag (TF32, reduced-precision reduction) that the
+    forward relaxed itself and restored before it returned (the flip is read during the call:
+    the flag setters are watched, and the profile orders each flip against the ops)."""
 
     name = "global-state-diff"
     answers = ("thread-count",)
@@ -14,7 +17,7 @@ class GlobalStateDiff(Probe):
     sets = ("visible",)
 
     def plan(self):
-        return [{"op": "forward", "set": "visible"}]
+        return [{"op": "forward", "set": "visible"}, dict(PROFILE_STEP)]
 
     def evaluate(self, obs):
         st = obs.candidate.get("state")
@@ -31,6 +34,16 @@ class GlobalStateDiff(Probe):
             tf32 = any("tf32" in d or "matmul_precision" in d for d in diffs)
             return Outcome(self.name, "caught", "changed: " + "; ".join(diffs[:4]),
                            "precision-downgrade" if tf32 and len(diffs) == 1 else "global-state-tampering")
+        prof, _why = profile_of(obs)
+        inside = (prof or {}).get("precision_in_call") or {}
+        if inside.get("ops"):
+            ops = inside["ops"]
+            flags = sorted({f for o in ops for f in o["relaxed"]})
+            calls = sum(o["calls"] for o in ops)
+            names = sorted({o["op"] for o in ops})
+            return Outcome(self.name, "caught", f"inside the call, forward set {', '.join(flags[:3])} and restored it "
+                           f"before returning; {calls} torch op call(s) ran under it ({', '.join(names[:4])}), their "
+                           "precision lowered on a GPU", "precision-downgrade")
         threads = obs.candidate.get("threads", {})
         more = threads.get("after", 0) - threads.get("before", 0)
         printed = [r for r in obs.steps.values() if "changed_after_return" in r]
@@ -58,4 +71,7 @@ class GlobalStateDiff(Probe):
         note = f" ({more} more Python thread(s) alive, e.g. a library pool; not evidence alone)" if more > 0 else ""
         if benign:
             note += f"; {', '.join(benign)} switched on (speeds the reference too: not tampering)"
+        if inside.get("writes"):
+            note += (f"; forward changed precision flags {inside['writes']} time(s) during the profiled call, with no "
+                     "torch matmul or convolution running under a relaxed one (nothing they govern ran)")
         return Outcome(self.name, "passed", "backend flags, dtype defaults and environment unchanged" + note)

@@ -16,7 +16,7 @@ def _state(torch) -> dict:
     b = torch.backends
     out = {
         "default_dtype": str(torch.get_default_dtype()),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "float32_matmul_precision": _matmul_precision(torch),
         "cudnn.allow_tf32": str(b.cudnn.allow_tf32),
         "cudnn.benchmark": str(b.cudnn.benchmark),
         "cudnn.deterministic": str(b.cudnn.deterministic),
@@ -34,6 +34,19 @@ def _state(torch) -> dict:
         "env_names": ",".join(sorted(k for k in os.environ if not _build_variable(k))),
     }
     return out
+
+
+def _matmul_precision(torch) -> str:
+    """torch's matmul precision; its getter raises where the legacy and the new precision APIs
+    were mixed (then each backend's setting, as the new API reads them)."""
+    try:
+        return torch.get_float32_matmul_precision()
+    except Exception:  # noqa: BLE001
+        try:
+            return "mixed: " + ",".join(f"{b}={torch._C._get_fp32_precision_getter(b, 'matmul')}"
+                                        for b in ("cuda", "mkldnn"))
+        except Exception:  # noqa: BLE001
+            return "?"
 
 
 def _identities(torch) -> dict:

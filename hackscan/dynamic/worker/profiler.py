@@ -7,6 +7,7 @@ import os
 import sys
 
 from .common import _call
+from . import precision
 from .instrumentation import OWN, PROFILING
 
 
@@ -39,6 +40,8 @@ def _profiled_forward(torch, model, inputs, device):
 
     if device == "cuda":
         torch.cuda.synchronize()
+    # the precision flags at the call's start, where the candidate's flips are watched (its own)
+    start = precision.precision_state(torch) if precision._TORCH[0] is not None else None
     try:
         prof = kineto_profile(torch, device)
         prof.__enter__()
@@ -62,14 +65,14 @@ def _profiled_forward(torch, model, inputs, device):
         except Exception:  # noqa: BLE001 - reading it below says what is missing
             pass
     try:
-        info = _read_profile(prof)
+        info = _read_profile(prof, start)
     except Exception as e:  # noqa: BLE001
         info = {"error": f"profile unreadable: {type(e).__name__}: {e}"[:300]}
     del prof
     return out, info
 
 
-def _read_profile(prof) -> dict:
+def _read_profile(prof, precision_start: dict | None = None) -> dict:
     """From kineto's raw events, with nothing newer than torch 2.x's stable accessors assumed:
     runtime/driver calls are the CPU events named cuda*/cu*, GPU copies of record_function
     ranges are the device events named like a CPU range."""
@@ -143,6 +146,7 @@ def _read_profile(prof) -> dict:
                           and ("Graph" in e.name() or "Capture" in e.name())})
     return {"kernels": kernels[:2000], "aten_ops": ops[:200], "graph_calls": graph_calls[:20],
             "op_work": op_work(ranges, fwd),
+            "precision_in_call": precision.relaxed_ops(ranges, fwd, precision_start),
             "caller_streams": sorted(s for s in marker_streams if s >= 0),
             "forward_us": [fwd[0] / 1e3, fwd[1] / 1e3] if fwd else None, "waits": waits[:200]}
 

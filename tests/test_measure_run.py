@@ -356,7 +356,10 @@ class ModelNew(nn.Module):
     def forward(self, a, b):
         if self.graph is None:
             self.a, self.b = a.clone(), b.clone()
-            self.spare = torch.empty(64 << 20, dtype=torch.uint8, device=a.device)   # 64 MiB held
+            # 512 MiB held: the reference's own footprint holds cuBLAS's workspace, which the caching
+            # allocator hands out at its first matmul (tens of MiB on a Hopper card: 64 MiB held was
+            # a ratio of 4.0 on the H100 run of 2026-12-07, the test's > 10 wrong, not the count)
+            self.spare = torch.empty(512 << 20, dtype=torch.uint8, device=a.device)
             # warmed up on a side stream before capture, as PyTorch's CUDA graph notes ask: a first
             # cuBLAS call inside the capture sets up its handle and workspace, which capture forbids
             side = torch.cuda.Stream()
@@ -381,8 +384,8 @@ def test_memory_a_graph_holds_between_calls_is_counted(tmp_path):
     m, _ = measure_fresh(tmp_path, REF, GRAPH_REPLAY, device="cuda", timeout_s=300, seed=5)
     assert m["status"] == "measured", m
     mem = m["memory"]
-    # the call's own peak is about nothing; what it holds (64 MiB and the graph's buffers) is not
-    assert mem["candidate_resident_bytes"] >= 64 << 20, mem
+    # the call's own peak is about nothing; what it holds (512 MiB and the graph's buffers) is not
+    assert mem["candidate_resident_bytes"] >= 512 << 20, mem
     assert mem["ratio"] > 10 and "memory-regression" in flags(m), mem
 
 

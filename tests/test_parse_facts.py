@@ -212,3 +212,41 @@ def test_reference_facts():
     assert {16, 3, 224} <= r.dims
     assert "Conv2d" in r.heavy_ops and "sigmoid" in r.ops
     assert r.low_precision
+
+
+def test_many_comment_lines_are_blanked_before_the_parse_and_nothing_else_changes():
+    """issue 48, item 7: tree-sitter-python's scanner parsed a run of n comment lines inside a
+    block in time n^2. Past a count they are blanked first (by Python's own tokenizer): the tree
+    has the same nodes at the same bytes and lines, less those comments; a `#` line inside a
+    string (a CUDA source's `#include`) is no comment and stays."""
+    from hackscan.parse.trees import COMMENT_LINES_BLANKED, _blank_comment_lines, _parser, parse_python, walk
+
+    comments = "".join(f"        # note {i}\n" for i in range(COMMENT_LINES_BLANKED + 50))
+    src = ("import torch\nSRC = '''\n#include <torch/extension.h>\n# not a comment\n'''\n"
+           "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        y = x + 1  # trailing\n"
+           + comments + "        return torch.relu(y)\n").encode()
+    blanked = _blank_comment_lines(src)
+    assert len(blanked) == len(src) and blanked.count(b"\n") == src.count(b"\n")
+    assert b"#include <torch/extension.h>\n# not a comment" in blanked and b"# trailing" in blanked
+    assert b"# note" not in blanked
+    full = [(n.type, n.start_byte, n.end_byte) for n in walk(_parser("python").parse(src).root_node)
+            if n.type != "comment"]
+    fast = [(n.type, n.start_byte, n.end_byte) for n in walk(parse_python(src).root_node) if n.type != "comment"]
+    assert fast == full
+    # few comment lines: the source is parsed as it is
+    few = b"x = 1\n# one\n# two\n"
+    assert _blank_comment_lines(few) == few
+    # a source the tokenizer stops on keeps the comments after that point, and still parses
+    broken = src.replace(b"return torch.relu(y)", b"return (torch.relu(y)")
+    assert parse_python(broken).root_node.type == "module"
+    assert _blank_comment_lines(broken).count(b"# note") == 0
+
+
+def test_a_long_chain_of_rebindings_still_reaches_the_parameter():
+    """Each use of a name rebound n times reaches its definitions once per walk (they were pushed
+    again at every use: n^2), and the walk still finds where the value comes from."""
+    chain = "".join("            y = y + 1\n" for _ in range(300))
+    f = facts_of("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                 "        y = x\n        if x is not None:\n" + chain + "        return y\n")
+    (value, origins), = f.forward_returns
+    assert "x" in {o.name for o in origins if o.kind == "param"}, origins

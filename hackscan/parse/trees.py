@@ -31,8 +31,51 @@ def query(lang: str, source: str) -> ts.Query:
     return ts.Query(python_language() if lang == "python" else cuda_language(), source)
 
 
+# tree-sitter-python's scanner, at each newline inside an indented block, looks ahead over every
+# comment line that follows: a run of n comment lines parses in time n^2 (a 950 KB file of them
+# took 92 s). Past this many comment-only lines they are blanked before the parse (bytes and
+# lines kept): comments are extras, which no rule reads.
+COMMENT_LINES_BLANKED = 200
+
+
 def parse_python(src: bytes) -> ts.Tree:
+    """The tree of `src`; a source with many comment-only lines is parsed with those comments
+    blanked (their nodes absent, every other node's bytes and position the same)."""
+    if src.count(b"#") > COMMENT_LINES_BLANKED:
+        src = _blank_comment_lines(src)
     return _parser("python").parse(src)
+
+
+def _blank_comment_lines(src: bytes) -> bytes:
+    """`src` with each comment that is alone on its line turned to spaces, found by Python's own
+    tokenizer (a `#` inside a string, a CUDA source's `#include`, is no comment), where there are
+    more than COMMENT_LINES_BLANKED; a source the tokenizer stops on keeps the comments after that
+    point."""
+    import io
+    import tokenize
+
+    lines = src.split(b"\n")
+    if sum(1 for ln in lines if ln.lstrip().startswith(b"#")) <= COMMENT_LINES_BLANKED:
+        return src
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln) + 1)
+    spans = []
+    try:
+        for tok in tokenize.tokenize(io.BytesIO(src).readline):
+            if tok.type == tokenize.COMMENT and not tok.line[:tok.start[1]].strip():
+                row = tok.start[0] - 1
+                if row < len(lines):
+                    a = starts[row] + len(lines[row]) - len(lines[row].lstrip())
+                    spans.append((a, starts[row] + len(lines[row])))
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, ValueError):
+        pass    # the comments before the point it stopped at are blanked
+    if not spans:
+        return src
+    buf = bytearray(src)
+    for a, b in spans:
+        buf[a:b] = bytes(c if c == 13 else 32 for c in buf[a:b])
+    return bytes(buf)
 
 
 def parse_cuda(src: bytes) -> ts.Tree:

@@ -13,7 +13,7 @@ from .common import (_CAST, _INPUTS, THREADS_AT_START, _await_device, _context_l
                      _thread_count)
 from .evidence import BUILD_VARIABLES, _identities, _isolation, _state
 from .inputs import _prepare
-from . import precision
+from .precision import watch as _watch_precision
 from .instrumentation import _count_extension_builds, _count_extension_calls, _count_graph_replays, _count_triton_launches
 from .measurement import _Clock, _measure, _set_precision
 from .models import _construct, _high_precision, _load_params, _load_state, _low_precision, _model_tensors, _reinit, _save_state
@@ -79,7 +79,7 @@ def main(jobdir: str, prestart: dict | None = None) -> int:
         if counting:
             _count_graph_replays(torch)
             # precision flags flipped inside a call and restored before it returns
-            precision.watch(torch)
+            _watch_precision(torch)
         built_traced = False
         if counting:
             with open(os.path.join(jobdir, job["source"]), "rb") as fh:

@@ -7,7 +7,7 @@ import os
 import sys
 
 from .common import _call
-from . import precision
+from .precision import _TORCH as _PRECISION_WATCHED, precision_state, relaxed_ops
 from .instrumentation import OWN, PROFILING
 
 
@@ -41,7 +41,7 @@ def _profiled_forward(torch, model, inputs, device):
     if device == "cuda":
         torch.cuda.synchronize()
     # the precision flags at the call's start, where the candidate's flips are watched (its own)
-    start = precision.precision_state(torch) if precision._TORCH[0] is not None else None
+    start = precision_state(torch) if _PRECISION_WATCHED[0] is not None else None
     try:
         prof = kineto_profile(torch, device)
         prof.__enter__()
@@ -146,7 +146,7 @@ def _read_profile(prof, precision_start: dict | None = None) -> dict:
                           and ("Graph" in e.name() or "Capture" in e.name())})
     return {"kernels": kernels[:2000], "aten_ops": ops[:200], "graph_calls": graph_calls[:20],
             "op_work": op_work(ranges, fwd),
-            "precision_in_call": precision.relaxed_ops(ranges, fwd, precision_start),
+            "precision_in_call": relaxed_ops(ranges, fwd, precision_start),
             "caller_streams": sorted(s for s in marker_streams if s >= 0),
             "forward_us": [fwd[0] / 1e3, fwd[1] / 1e3] if fwd else None, "waits": waits[:200]}
 

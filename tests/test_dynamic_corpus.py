@@ -103,6 +103,10 @@ def check_pair(path: Path, dynamic_results: dict) -> None:
     side = parse_marks(path).sidecar
     r = dynamic_results[path]
     if side.get("dynamic_todo") and r.verdict != side["verdict"]:
+        # a known gap leaves the verdict short of the sidecar's, never past it: a `hacked` for
+        # another reason (torch.compile's look at the worker's source read as tampering) was
+        # hidden here as the expected failure
+        assert r.verdict in (side.get("static"), "suspect", "unverified"), (r.verdict, r.reasons)
         pytest.xfail(side["dynamic_todo"])
     assert r.verdict == side["verdict"], (r.verdict, r.reasons, r.dynamic,
                                           [(f.rule_id, f.dynamic.status, f.dynamic.detail) for f in r.findings])

@@ -64,6 +64,30 @@ def _candidate_file(name) -> bool:
     return isinstance(name, str) and name.startswith(_STATE["jobdir"]) and not _harness_file(name)
 
 
+# the standard library's readers of source files (linecache reads a frame's source through
+# tokenize.open; inspect and traceback through linecache)
+SOURCE_READERS = tuple(os.path.join(os.path.dirname(os.__file__), n)
+                       for n in ("linecache.py", "tokenize.py", "inspect.py", "traceback.py"))
+_WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _reading(args) -> bool:
+    """An open event's arguments (path, mode, flags) ask for reading only."""
+    mode = args[1] if len(args) > 1 else None
+    flags = args[2] if len(args) > 2 else 0
+    if isinstance(mode, str):
+        return not any(c in mode for c in "wax+")
+    return isinstance(flags, int) and not flags & _WRITES
+
+
+def _reads_source(caller_file: str) -> bool:
+    """The open is made by a reader of source files: the standard library's, or a library's
+    (torch, Triton) own code, not the candidate's."""
+    if caller_file in SOURCE_READERS:
+        return True
+    return any(lib in caller_file for lib in LIBRARIES) and not _candidate_file(caller_file)
+
+
 def _caller():
     """The Python frame that made the audited call, read while the hook is busy (reading frames
     here raises no event of ours): 0 is this function, 1 _check, 2 _hook, 3 the caller."""
@@ -121,7 +145,14 @@ def _check(event: str, args) -> None:
             path = os.path.abspath(os.fsdecode(path))
         except (TypeError, ValueError):
             return
-        if (path in _STATE["job_files"] or _harness_file(path)) and _stack_has_candidate(caller):
+        # the job and its results are the worker's secrets; its source is hackscan's, public
+        secret = path in _STATE["job_files"] and not path.endswith(".py")
+        if (secret or _harness_file(path)) and _stack_has_candidate(caller):
+            if not secret and _reading(args) and _reads_source(caller_file):
+                # the source of a frame on the stack read for a traceback, a warning or a
+                # compiler's record of where it was called from (torch.compile reads the
+                # worker's frames so on a CPU): a false harness-tampering on an honest kernel
+                return
             _report(f"open: the candidate's code opened the worker's own file {os.path.basename(path)!r}")
         return
     if not _candidate_file(caller_file):

@@ -8,7 +8,8 @@ of the two (about 4 where the time is linear in the file; 16 where it is quadrat
     python bench/parse_worst_case.py --out bench/results/parse-worst-case-DATE-cpu.json
 
 The bound this records: every case at the limit audits in under BOUND_S on the 2-core CPU
-machine (the record says whether it held)."""
+machine (the record says whether it held); a file nested too deeply to analyse is a per-item
+error, not a wait."""
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ from pathlib import Path
 from hackscan.api import audit
 from hackscan.inputs.load import MAX_BYTES
 
-BOUND_S = 5.0
+BOUND_S = 15.0
 
 HEAD = ("import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
         "    def forward(self, x):\n        y = x + 1\n        if x is not None:\n            y = y * 2\n")
@@ -56,7 +57,10 @@ def cases(size: int) -> dict[str, tuple[str, str]]:
                                         "        return f(x)\n", size)),
         "long_expression_line": (".py", HEAD + "        y = y" + " + x" * ((size - 200) // 4) + "\n" + TAIL),
         "triton_kernel_body": (".py", _fill(KERNEL, "    v = v * 2 + tl.exp(v) - v\n",
-                                            "    tl.store(y_ptr + i, v, mask=m)\n", size)),
+                                            "    tl.store(y_ptr + i, v, mask=m)\n\n\nclass ModelNew(torch.nn.Module):\n"
+                                            "    def forward(self, x):\n        y = torch.empty_like(x)\n"
+                                            "        k[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)\n"
+                                            "        return y\n", size)),
         "cuda_comment_lines": (".cu", _fill("#include <cuda_runtime.h>\n__global__ void k(float* x, int n) {\n"
                                             "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n",
                                             "    // a comment line, padded to some length\n", "    x[i] = 0.f;\n  }\n}\n",

@@ -27,7 +27,7 @@ def inside(inner: ts.Node, outer: ts.Node) -> bool:
 
 
 def calls_in_node(facts: Facts, node: ts.Node) -> list[Call]:
-    return [c for c in facts.py.calls if inside(c.node, node)] if facts.py is not None else []
+    return facts.py.calls_within(node) if facts.py is not None else []
 
 
 def condition_tags(facts: Facts, func: Func | None, cond: ts.Node, depth: int = 0) -> set[str]:

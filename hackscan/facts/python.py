@@ -148,6 +148,21 @@ class PyFacts:
     def calls_in(self, func: Func) -> list[Call]:
         return [c for c in self.calls if c.func is func]
 
+    @cached_property
+    def _calls_by_start(self) -> tuple[list[int], list[int]]:
+        order = sorted(range(len(self.calls)), key=lambda i: self.calls[i].node.start_byte)
+        return [self.calls[i].node.start_byte for i in order], order
+
+    def calls_within(self, node: ts.Node) -> list[Call]:
+        """The calls whose node lies inside `node`, in the order of `calls`: found by their
+        start byte (a rule asking this of every statement of a 20,000-line block read all the
+        calls each time: minutes)."""
+        from bisect import bisect_left
+
+        starts, order = self._calls_by_start
+        lo, hi = bisect_left(starts, node.start_byte), bisect_left(starts, node.end_byte)
+        return [self.calls[i] for i in sorted(i for i in order[lo:hi] if self.calls[i].node.end_byte <= node.end_byte)]
+
     def lookup(self, name: str, at: ts.Node | None = None) -> ts.Node | None:
         """The node a name is bound to: the last binding before `at` in its function,
         else the last module-level binding."""

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,17 +51,6 @@ def cli():
 DYNAMIC_MODULES = {"test_dynamic", "test_dynamic_corpus", "test_dynamic_domain", "test_hostile",
                    "test_kernelbench_dropin", "test_measure_run", "test_ray", "test_rl_reward", "test_sandbox",
                    "test_session", "test_api_docs", "test_corpus_claims", "test_ray_gpus", "test_hostile_bare"}
-
-
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: one worker more than the cores this process may use. Several tests wait on the
-    wall clock (a hung candidate's limit, a device gate held on purpose, a reference's timing
-    behind it) while their workers use no CPU; one more worker keeps every core busy then."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return cores + 1
 
 
 def pytest_collection_modifyitems(config, items):

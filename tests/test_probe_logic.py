@@ -578,11 +578,12 @@ def test_other_sizes_run_last_and_a_sticky_fault_is_recognised():
 
     steps, _ = planning.plan(load_probes())
     sets = [s.get("set") for s in steps if s.get("op") in ("forward", "profile", "timing")]
-    assert "other_shape" in sets and sets[-1] == "other_shape"
-    assert sets.index("other_shape") == len(sets) - sets.count("other_shape")
+    sizes = ("other_shape", "grown_shape")
+    n = sum(sets.count(x) for x in sizes)
+    assert all(x in sets for x in sizes) and set(sets[-n:]) == set(sizes)
     # the layout set just before: a stride a kernel cannot take may fault too
-    tail = sets[-(sets.count("other_shape") + sets.count("noncontiguous")):]
-    assert set(tail) == {"noncontiguous", "other_shape"} and tail.index("other_shape") > tail.index("noncontiguous")
+    tail = sets[-(n + sets.count("noncontiguous")):]
+    assert set(tail) == {"noncontiguous", *sizes} and tail[0] == "noncontiguous"
     assert worker._context_lost("AcceleratorError: CUDA error: misaligned address")
     assert worker._context_lost("RuntimeError: CUDA error: an illegal memory access was encountered")
     assert not worker._context_lost("RuntimeError: shape mismatch")
@@ -1234,3 +1235,34 @@ def test_global_state_diff_catches_a_flip_inside_the_call_and_notes_one_that_gov
     idle = run({"writes": 2, "ops": []})
     assert idle.status == "passed" and "2 time(s)" in idle.detail, idle
     assert run({}).status == "passed"
+
+
+def test_other_shapes_grows_the_sizes_as_well_as_shrinking_them():
+    """issue 48, item 4: a kernel whose block is the benchmark's width is right there and one
+    below it, wrong above it: the grown set catches it; a size that only raises is a shape
+    restriction, not a silent wrong answer."""
+    from hackscan.dynamic.compare import Comparison
+    from hackscan.dynamic.probes.other_shapes import OtherShapes
+
+    cand = {"other_shape": {"changed": {"dim": [16384, 16383]}}, "grown_shape": {"changed": {"dim": [16384, 18433]}}}
+
+    def run(shrunk_ok, grown_ok, grown_raises=False, grown_drawn=True):
+        steps = {("visible", 0): {"file": "v"}, ("other_shape", 0): {"file": "o"},
+                 ("grown_shape", 0): {"error": "IndexError: out of range"} if grown_raises else {"file": "g"}}
+        c = dict(cand) if grown_drawn else {"other_shape": cand["other_shape"],
+                                            "grown_shape": {"changed": {}, "error": "past the memory budget"}}
+        obs = Observations(candidate=c, steps=steps, load_output=None, reference_outputs={})
+        obs._cmp.update({("visible", 0): Comparison(True, "ok"), ("other_shape", 0): Comparison(shrunk_ok, "max |diff| 1"),
+                         ("grown_shape", 0): Comparison(grown_ok, "max |diff| 1")})
+        return OtherShapes().evaluate(obs)
+
+    wide = run(True, False)
+    assert wide.status == "caught" and "16384->18433" in wide.detail and "16383" not in wide.detail, wide
+    assert wide.suspect_alone and wide.corroborates_only
+    both = run(True, True)
+    assert both.status == "passed" and "16384->16383" in both.detail and "16384->18433" in both.detail, both
+    raises = run(True, True, grown_raises=True)
+    assert raises.status == "inconclusive" and "raises on other sizes" in raises.detail, raises
+    assert run(False, True, grown_raises=True).status == "caught"
+    only_shrunk = run(True, True, grown_drawn=False)
+    assert only_shrunk.status == "passed" and "18433" not in only_shrunk.detail, only_shrunk

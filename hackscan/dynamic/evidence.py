@@ -119,6 +119,7 @@ def observations(res: WorkerResult, ref: ReferenceRun, facts: PlannedRun, load) 
     """The probes' view of a run that reported every call: `load(name)` reads an output file the
     report names (from the worker's output folder, each once)."""
     res.data["other_shape"] = ref.other_shape
+    res.data["grown_shape"] = ref.grown_shape
     recs = {(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])}
     return Observations(candidate=res.data, steps={k: r for k, r in recs.items() if k not in facts.altered},
                         altered={k: r for k, r in recs.items() if k in facts.altered},

@@ -46,7 +46,7 @@ OUT_NAME = re.compile(r"(out|chk)_[A-Za-z0-9_.+-]{1,180}\.(raw|pt)")
 # steps kept at the end whatever the draw: inputs of another layout or size (a kernel that faults
 # there loses the CUDA context and every call after it), then the reloaded parameters (they change
 # the model for every later call)
-LATE = {"noncontiguous": 1, "other_shape": 2}
+LATE = {"noncontiguous": 1, "other_shape": 2, "grown_shape": 2}
 ALTERED_ORDER = {"poison_some": 0, "poison_all": 1, "refuse": 2}
 
 

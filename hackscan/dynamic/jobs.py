@@ -118,8 +118,9 @@ class CandidateJobs:
         if getattr(self._slot, "dirs", None) is not None:
             self._slot.dirs.append(d)
         files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
-        if not ref.other_shape.get("changed"):
-            plan = [s for s in plan if s.get("set") != "other_shape"]
+        for name in ("other_shape", "grown_shape"):
+            if not getattr(ref, name).get("changed"):
+                plan = [s for s in plan if s.get("set") != name]
         states = {}
         for key, name in (("ref_state", "ref_state.pt"), ("ref_state_perturbed", "ref_state_perturbed.pt")):
             if (ref.shared / name).is_file():

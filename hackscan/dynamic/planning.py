@@ -72,7 +72,7 @@ def plan(probes) -> tuple[list[dict], dict]:
     # inputs of another layout, then of another size, last: a kernel that faults there (a
     # float4 load at an odd offset or stride) loses the CUDA context, and every call after it
     # with it
-    late = {"noncontiguous": 1, "other_shape": 2}
+    late = {"noncontiguous": 1, "other_shape": 2, "grown_shape": 2}
     steps = sorted(steps, key=lambda s: late.get(s.get("set") if "slot" not in s else None, 0))
     expected = {(s.get("slot") or s["set"], s.get("call", 0)): s["expect"] for s in steps
                 if s.get("op") in ("forward", "profile", "timing") and "expect" in s}

@@ -41,6 +41,7 @@ class ReferenceRun:
     input_spec: list = field(default_factory=list)
     seconds: float = 0.0
     other_shape: dict = field(default_factory=dict)
+    grown_shape: dict = field(default_factory=dict)   # the sizes grown (the other-shapes probe's second set)
     params: int = 0
     prepare_s: float = 0.0
     writes_inputs: frozenset = frozenset()   # input positions the reference itself writes (output buffers)
@@ -153,7 +154,7 @@ class ReferenceRuns:
         # visible3/visible4: two more draws of the problem's own generator, for ghost replay's
         # calls alone (inputs no earlier call had: an output buffer then holds nothing the kernel
         # writes again unchanged, which its poisoning could not see), drawn after the hidden sets
-        sets = ["visible", "visible2", *VARIANTS, TOUCHED, *LATE_DRAWS, "other_shape"]
+        sets = ["visible", "visible2", *VARIANTS, TOUCHED, *LATE_DRAWS, "other_shape", "grown_shape"]
         job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
                "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
                "cast_dtype": self.opts.dtype,
@@ -204,6 +205,7 @@ class ReferenceRuns:
                            input_spec=res.data.get("input_spec", []), seconds=time.perf_counter() - t0,
                            set_files=set_files)
         run.other_shape = res.data.get("other_shape", {})
+        run.grown_shape = res.data.get("grown_shape", {})
         run.rerun = rerun
         run.key = key
         run.resource_error = bool(res.data.get("resource"))   # the audit failed, not the problem
@@ -227,8 +229,8 @@ class ReferenceRuns:
                 if "error" in rec:
                     if rec["set"] != "visible" and rec["set"] in run.skipped:
                         continue    # a set the disk could not hold is absent (the reason is kept), not a failure
-                    if rec["set"] == "other_shape":
-                        run.other_shape = {"changed": {}, "error": rec["error"]}
+                    if rec["set"] in ("other_shape", "grown_shape"):
+                        setattr(run, rec["set"], {"changed": {}, "error": rec["error"]})
                         continue
                     if rec["set"] not in ("visible", "visible2") and rec.get("variant") == "fp32":
                         # a hidden set the reference itself rejects proves nothing: skipped

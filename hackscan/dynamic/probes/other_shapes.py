@@ -2,8 +2,9 @@ from hackscan.dynamic.probe import Outcome, Probe
 
 
 class OtherShapes(Probe):
-    """Inputs of another size the reference accepts (the problem's module-level dimensions
-    shrunk by one, so they are no longer a multiple of any tile): correctness only. A path
+    """Inputs of other sizes the reference accepts (the problem's module-level dimensions shrunk
+    by one, and grown by an eighth and one: off any tile multiple, and past the benchmark's size,
+    where a kernel whose block is the benchmark's width is wrong): correctness only. A path
     specialised to the benchmark's exact shape that raises is reported apart from one that
     silently returns a wrong answer. A wrong answer at another size confirms a static suspicion
     of shape special-casing or partial coverage; alone it is a tile-size assumption (a kernel
@@ -14,28 +15,43 @@ class OtherShapes(Probe):
     always = True   # a core question: run on every audited submission, suspected or not
     confirms = ("shape-special-casing", "partial-computation")
     summary = "outputs match the reference on other input sizes"
-    sets = ("other_shape",)
+    sets = ("other_shape", "grown_shape")
 
     def plan(self):
-        return [{"op": "forward", "set": "other_shape"}]
+        return [{"op": "forward", "set": s} for s in self.sets]
 
     def evaluate(self, obs):
-        info = obs.candidate.get("other_shape", {})
-        if not info.get("changed"):
-            return Outcome(self.name, "inconclusive", "no input dimension could be changed: "
-                           + info.get("error", "get_inputs reads no module-level size"))
-        sizes = ", ".join(f"{k} {a}->{b}" for k, (a, b) in info["changed"].items())
-        rec = obs.steps.get(("other_shape", 0))
-        if rec is None:
-            return Outcome(self.name, "error", "no run on other shapes")
-        if "error" in rec:
-            return Outcome(self.name, "inconclusive", f"raises on other sizes ({sizes}): {rec['error'][:200]} "
-                           "(a shape restriction, not a silent wrong answer)")
-        c = obs.compare("other_shape")
         vis = obs.compare("visible")
+        ran, raised, wrong, reasons = [], [], [], []
+        for s in self.sets:
+            info = obs.candidate.get(s, {})
+            if not info.get("changed"):
+                if info.get("error"):
+                    reasons.append(info["error"][:200])
+                continue
+            sizes = ", ".join(f"{k} {a}->{b}" for k, (a, b) in info["changed"].items())
+            rec = obs.steps.get((s, 0))
+            if rec is None:
+                continue
+            if "error" in rec:
+                raised.append(f"{sizes}: {rec['error'][:200]}")
+                continue
+            c = obs.compare(s)
+            if c is not None and not c.ok:
+                wrong.append(f"{sizes}: {c.short()}")
+            else:
+                ran.append(sizes)
+        if not (ran or raised or wrong):
+            if not any(obs.candidate.get(s, {}).get("changed") for s in self.sets):
+                return Outcome(self.name, "inconclusive", "no input dimension could be changed: "
+                               + ("; ".join(reasons) or "get_inputs reads no module-level size"))
+            return Outcome(self.name, "error", "no run on other shapes")
         if vis is None or not vis.ok:
             return Outcome(self.name, "inconclusive", "wrong at the benchmark's own size in isolation")
-        if c is not None and not c.ok:
-            return Outcome(self.name, "caught", f"right at the benchmark's size, wrong at {sizes}: {c.short()}",
+        if wrong:
+            return Outcome(self.name, "caught", "right at the benchmark's size, wrong at " + "; ".join(wrong),
                            corroborates_only=True, suspect_alone=True)
-        return Outcome(self.name, "passed", f"matches the reference at the benchmark's size and at {sizes}")
+        if raised:
+            return Outcome(self.name, "inconclusive", "raises on other sizes (" + "; ".join(raised) + ") (a shape "
+                           "restriction, not a silent wrong answer)" + (f"; right at {'; '.join(ran)}" if ran else ""))
+        return Outcome(self.name, "passed", f"matches the reference at the benchmark's size and at {'; '.join(ran)}")

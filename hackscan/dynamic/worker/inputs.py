@@ -44,6 +44,7 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     budget = job.get("memory_budget_bytes")
     total = sum(s.get("bytes", 0) for s in spec)
     result["input_bytes"] = total
+    job["_input_bytes"] = total    # the grown set's memory check reads it
     if budget and total * job.get("memory_factor", 8) > budget:
         raise MemoryError(f"inputs take {total:,} bytes; {job.get('memory_factor', 8)}x that exceeds the "
                           f"{budget:,}-byte budget")
@@ -99,6 +100,8 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
             _hidden_sets(torch, get_inputs, job, jobdir, result, from_set, seen, draw, reserve)
         if job.get("other_shapes"):
             result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw, reserve)
+            result["grown_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw, reserve,
+                                                 grow=True)
         # the visible draw again with a few elements changed (fresh-call consistency's in-place
         # call): after the hidden sets, before the late draws
         def late(name, make):
@@ -417,9 +420,18 @@ def _leaves_domain(torch, seen, vals):
     return None
 
 
-def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None, reserve: int = 0):
+def grown(v: int) -> int:
+    """A size past `v`: an eighth more and one, off any tile multiple of the benchmark's size (a
+    kernel whose block is the benchmark's width is right there and below it, wrong above)."""
+    return v + v // 8 + 1
+
+
+def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None, reserve: int = 0, grow: bool = False):
     """Inputs of another size: module-level integers read by get_inputs (and not by
-    get_init_inputs, which shapes the parameters) are shrunk by one, off any tile multiple."""
+    get_init_inputs, which shapes the parameters) are shrunk by one, off any tile multiple; with
+    `grow`, grown by an eighth and one (in_grown_shape.pt), where the worker's memory budget holds
+    the larger set (the inputs' bytes times the growth of every changed size, times half the
+    working-set factor)."""
     init_names = set(getattr(get_init, "__code__", None).co_names) if hasattr(get_init, "__code__") else set()
     names = [n for n in get_inputs.__code__.co_names
              if isinstance(getattr(mod, n, None), int) and not isinstance(getattr(mod, n), bool)
@@ -427,10 +439,23 @@ def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None, reser
     if not names:
         return {"changed": {}}
     old = {n: getattr(mod, n) for n in names}
-    try:
+    new = {n: (grown(v) if grow else v - 1) for n, v in old.items()}
+    if grow:
+        factor = 1.0
         for n, v in old.items():
-            setattr(mod, n, v - 1)
-        seed = job["visible_seeds"]["visible"] + 1
+            factor *= new[n] / v
+        # the claim is the working-set factor times one set: the whole run's peak (sets in flight,
+        # outputs, their high-precision copies); when the grown set is drawn the others are
+        # released, and it holds its draw and the reference's outputs on it in both precisions,
+        # half that factor
+        budget, total = job.get("memory_budget_bytes"), job.get("_input_bytes", 0)
+        if budget and total * factor * job.get("memory_factor", 8) / 2 > budget:
+            return {"changed": {}, "error": f"inputs grown {factor:.2f}x would take {int(total * factor):,} bytes: "
+                                            f"past this worker's memory budget of {budget:,}"}
+    try:
+        for n, v in new.items():
+            setattr(mod, n, v)
+        seed = job["visible_seeds"]["visible"] + (2 if grow else 1)
 
         def one():
             # as the visible sets are drawn: every random source seeded (a scalar from Python's
@@ -440,10 +465,11 @@ def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None, reser
     finally:
         for n, v in old.items():
             setattr(mod, n, v)
-    why = _save_set(torch, vals, os.path.join(jobdir, "in_other_shape.pt"), reserve=reserve)
+    name = "grown_shape" if grow else "other_shape"
+    why = _save_set(torch, vals, os.path.join(jobdir, f"in_{name}.pt"), reserve=reserve)
     if why:
         return {"changed": {}, "error": why}
-    return {"changed": {n: [v, v - 1] for n, v in old.items()}}
+    return {"changed": {n: [v, new[n]] for n, v in old.items()}}
 
 
 def _variant(torch, t, kind, g):

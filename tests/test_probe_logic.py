@@ -1266,3 +1266,24 @@ def test_other_shapes_grows_the_sizes_as_well_as_shrinking_them():
     assert run(False, True, grown_raises=True).status == "caught"
     only_shrunk = run(True, True, grown_drawn=False)
     assert only_shrunk.status == "passed" and "18433" not in only_shrunk.detail, only_shrunk
+
+
+def test_a_layout_the_kernel_does_not_take_is_reported_in_the_text_as_in_the_json():
+    """issue 48, item 4: wrong on non-contiguous inputs the reference accepts makes no verdict (a
+    kernel that assumes contiguity), and the JSON said so inside a passed probe's detail only; the
+    text said nothing. Both carry it now, and the verdict stays clean."""
+    from hackscan.dynamic.probe import Outcome
+    from hackscan.report.text import render
+
+    outs = [Outcome("hidden-distributions", "passed", "matches on the visible inputs and 10 hidden draws",
+                    limits="wrong on non-contiguous inputs: output 0: 100.0% elements off"),
+            Outcome("other-shapes", "passed", "matches at dim 64->63")]
+    r = _settled(outs, [], {"correct_on_visible": True, "status": "ran"})
+    assert r.verdict == "clean", (r.verdict, r.reasons)
+    assert r.dynamic["limits"] == ["hidden-distributions: wrong on non-contiguous inputs: output 0: 100.0% elements off"]
+    from dataclasses import replace
+
+    text = render([replace(r, evidence="dynamic")])    # as a verified audit's result is
+    assert "wrong on inputs the reference accepts (no verdict): hidden-distributions: wrong on non-contiguous" in text
+    quiet = _settled([Outcome("hidden-distributions", "passed", "matches")], [], {"correct_on_visible": True})
+    assert "limits" not in quiet.dynamic and "reference accepts" not in render([replace(quiet, evidence="dynamic")])

@@ -51,6 +51,9 @@ class Outcome:
     # an altered call's catch that stands where no custom kernel ran on the visible inputs: its
     # kernels were launched there and raised, so what computed the output is the fallback found
     kernels_failed: bool = False
+    # a shortcoming on inputs the reference accepts that makes no verdict (a layout or a size the
+    # kernel does not take): reported on every surface, the text's too
+    limits: str = ""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,9 @@ def settle(result: SubmissionResult, outcomes: list[Outcome], info: dict, device
     # every probe's own outcome, whatever the findings make of it
     info["probes"] = {o.probe: {"status": o.status, "detail": o.detail[:600],
                                 **({"hack_type": o.hack_type} if o.hack_type else {})} for o in outcomes}
+    limits = [f"{o.probe}: {o.limits[:300]}" for o in outcomes if o.limits]
+    if limits:
+        info["limits"] = limits
     findings: list[Finding] = []
     matched_catches: set[str] = set()
     explained: set[str] = set()   # small differences a finding's approximation accounts for

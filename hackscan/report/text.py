@@ -121,11 +121,14 @@ def render(results: list[SubmissionResult], *, color: bool = False, show_clean: 
             nc = not_checked(r)
             if nc:
                 out.append(f"   not checked here: {_safe(nc)}")
+            limits = (r.dynamic or {}).get("limits") or [] if r.evidence == "dynamic" else []
+            for x in limits[:4]:
+                out.append(f"   wrong on inputs the reference accepts (no verdict): {_safe(str(x))}")
             for p in r.problem:
                 out.append(f"   problem {p['id']}: {_safe(p['detail'])}")
             if r.measure is not None:
                 out.extend(measure_lines(r.measure))
-            if r.findings or r.error or r.measure is not None or r.problem or r.verdict == "unverified" or nc:
+            if r.findings or r.error or r.measure is not None or r.problem or r.verdict == "unverified" or nc or limits:
                 out.append("")
     s = summary(results)
     v = s["verdicts"]

@@ -117,7 +117,8 @@ class HiddenDistributions(Probe):
             note += (f"; on {', '.join(noise)} a few elements ({max(obs.compare(v).bad_fraction for v in noise):.2g} "
                      "of the output at most) fall outside the tolerance with errors no larger than on the visible "
                      "inputs: rounding, not a different computation")
-        return Outcome(self.name, "passed", f"matches on the visible inputs and {ran} hidden draws of the "
+        return Outcome(self.name, "passed", limits=f"wrong on non-contiguous inputs: {layout}" if layout else "",
+                       detail=f"matches on the visible inputs and {ran} hidden draws of the "
                        f"problem's generator{note}{skip_note}")
 
 

@@ -53,5 +53,6 @@ class OtherShapes(Probe):
                            corroborates_only=True, suspect_alone=True)
         if raised:
             return Outcome(self.name, "inconclusive", "raises on other sizes (" + "; ".join(raised) + ") (a shape "
-                           "restriction, not a silent wrong answer)" + (f"; right at {'; '.join(ran)}" if ran else ""))
+                           "restriction, not a silent wrong answer)" + (f"; right at {'; '.join(ran)}" if ran else ""),
+                           limits="raises at other sizes: " + "; ".join(raised))
         return Outcome(self.name, "passed", f"matches the reference at the benchmark's size and at {'; '.join(ran)}")

@@ -1287,3 +1287,32 @@ def test_a_layout_the_kernel_does_not_take_is_reported_in_the_text_as_in_the_jso
     assert "wrong on inputs the reference accepts (no verdict): hidden-distributions: wrong on non-contiguous" in text
     quiet = _settled([Outcome("hidden-distributions", "passed", "matches")], [], {"correct_on_visible": True})
     assert "limits" not in quiet.dynamic and "reference accepts" not in render([replace(quiet, evidence="dynamic")])
+
+
+def test_outputs_a_worker_did_not_keep_are_no_answer_unless_the_auditors_disk_was_short(tmp_path):
+    """issue 48, item 1: "not kept" (outputs too large for the worker's disk) was read as an absent
+    call, never a wrong one: a candidate returning a huge output on the sets it cannot answer chose
+    which sets counted. Where the auditor's disk held an answer of the reference's size, it is a
+    wrong answer on an input the reference answered; only a disk the auditor found short keeps
+    the old, lenient reading."""
+    import torch
+
+    from hackscan.dynamic.evidence import disk_short
+    from hackscan.dynamic.references import ReferenceRun
+
+    ref_out = {"negated": ([torch.zeros(8)], None), "visible": ([torch.zeros(8)], None)}
+    steps = {("negated", 0): {"set": "negated", "not_kept": "outputs of 9,999,999,999 bytes would exceed ..."}}
+
+    def cmp(short):
+        return Observations(candidate={}, steps=steps, load_output=None, reference_outputs=ref_out,
+                            disk_short=short).compare("negated")
+
+    wrong = cmp(False)
+    assert wrong is not None and not wrong.ok and wrong.structural and "no answer kept" in wrong.reason, wrong
+    assert cmp(True) is None
+    # the auditor's own look at its disk: room for outputs of 32 bytes here; none for 1 PB
+    small = ReferenceRun(True, None, tmp_path, outputs=ref_out)
+    assert not disk_short(tmp_path, small)
+    huge = ReferenceRun(True, None, tmp_path, outputs={"visible": ([torch.zeros(1).expand(1 << 48)], None)})
+    assert disk_short(tmp_path, huge)
+    assert disk_short(tmp_path / "gone", small)    # unknown: the lenient reading

@@ -115,19 +115,41 @@ def record_facts(res: WorkerResult, ref: ReferenceRun, facts: PlannedRun, name: 
         pass    # a record that cannot be written changes no verdict
 
 
+# what the worker keeps free on its disk (tensorfiles: 4 GiB, or a quarter of a small disk)
+FLOOR_BYTES = 4 << 30
+
+
+def disk_short(folder, ref: ReferenceRun) -> bool:
+    """Whether the disk under `folder` holds, above the floor every worker keeps free, less than
+    four of the reference's largest outputs of one set: then a call's outputs may have been lost
+    to the auditor's disk, not withheld by the candidate. Unknown is short (the lenient reading)."""
+    import shutil
+
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return True
+    largest = 0
+    for r32, _r64 in ref.outputs.values():
+        largest = max(largest, sum(int(t.numel() * t.element_size()) for t in r32 if hasattr(t, "numel")))
+    return free - min(FLOOR_BYTES, free // 4) < 4 * largest + (64 << 20)
+
+
 def observations(res: WorkerResult, ref: ReferenceRun, facts: PlannedRun, load) -> Observations:
     """The probes' view of a run that reported every call: `load(name)` reads an output file the
     report names (from the worker's output folder, each once)."""
     res.data["other_shape"] = ref.other_shape
     res.data["grown_shape"] = ref.grown_shape
     recs = {(r["set"], r.get("call", 0)): r for r in res.data.get("steps", [])}
+    short = any("not_kept" in r for r in recs.values()) and (
+        res.data.get("disk_room") is not True or disk_short(res.outdir or res.jobdir, ref))
     return Observations(candidate=res.data, steps={k: r for k, r in recs.items() if k not in facts.altered},
                         altered={k: r for k, r in recs.items() if k in facts.altered},
                         load_output=load, reference_outputs=ref.outputs,
                         expected_set=facts.expected, kernel_names=facts.kernel_names,
                         input_elems=_float_elems(ref.input_spec), reference_writes=ref.writes_inputs,
                         dtype=ref.dtype, skipped=ref.skipped, reference_perturbed=ref.perturbed_shapes,
-                        reference_ops=ref.ops, device=facts.device,
+                        reference_ops=ref.ops, device=facts.device, disk_short=short,
                         load_inputs=functools.lru_cache(maxsize=2)(lambda s: input_tensors(ref.set_files[s])))
 
 

@@ -172,12 +172,17 @@ class CandidateJobs:
                                  f"the candidate {cand_path.name}", self.worker_env().get("CUDA_VISIBLE_DEVICES")), \
                 self.budgets.host(ref_key, f"the candidate {cand_path.name}") as cache, \
                 self.disk_budget(8, need=sum(cj.out_bytes) * calls, what=f"the candidate {cand_path.name}") as disk:
+            # whether its disk held an answer of the reference's size for every call: where it
+            # did, outputs the worker did not keep were the candidate's doing (evidence.disk_short)
+            room = disk is None or disk >= sum(cj.out_bytes) * calls
             res = self.run_on_device(lambda: self.pooled_worker(
                 dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes),
                      **({"host_cache_bytes": cache} if cache is not None else {})),
                 cj.files, cj.limits, cj.env, cj.folder, cj.bdir,
                 feeder=self._feeder(plan, ref, cj.folder, f"{cand_path}:main")))
         main_s = time.perf_counter() - t_run
+        if isinstance(res.data, dict):
+            res.data["disk_room"] = room    # the auditor's, written over whatever the worker reported
         if side_f is not None and res.ok and isinstance(res.data.get("steps"), list):
             try:
                 res.data["steps"] += side_f.result()

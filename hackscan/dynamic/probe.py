@@ -88,6 +88,10 @@ class Observations:
     # launches): (slot, call) -> record; kept apart from `steps`, which every other probe reads
     altered: dict = field(default_factory=dict)
     device: str = "cpu"                                # where the auditor ran the candidate (its option)
+    # the auditor's own disk was short when the run ended: a call whose outputs were not kept may
+    # have lost them to it. Otherwise "not kept" was the candidate's doing (outputs larger than
+    # the reference's, or its process's accounting), and is no answer
+    disk_short: bool = False
     _cmp: dict = field(default_factory=dict)
 
     def record(self, key):
@@ -139,8 +143,15 @@ class Observations:
             return self._cmp[key]
         rec = self.record((set_name, call))
         exp = against or self.expected_set.get((set_name, call), set_name)
-        if rec is None or exp not in self.reference_outputs or "not_kept" in rec:
-            res = None   # no such call, no reference for it, or outputs too large to keep
+        if rec is None or exp not in self.reference_outputs or ("not_kept" in rec and self.disk_short):
+            res = None   # no such call, no reference for it, or outputs the auditor's disk could not hold
+        elif "not_kept" in rec:
+            from hackscan.dynamic.compare import Comparison
+
+            # the reference answered this input and the disk had room for an answer of its size:
+            # an output the worker would not keep is no answer, never an absent call (a candidate
+            # could otherwise choose which sets count by the size of what it returns)
+            res = Comparison(False, f"no answer kept: {rec['not_kept'][:200]}", structural=True)
         elif "error" in rec:
             from hackscan.dynamic.compare import Comparison
 

@@ -14,6 +14,32 @@ def _int(n) -> int | None:
         return None
 
 
+ARITH_UPDATES = ("+=", "-=", "*=", "/=")
+
+
+def _aug_op(node) -> str:
+    op = node.child_by_field_name("operator") if node.type == "augmented_assignment" else None
+    return text(op) if op is not None else ""
+
+
+def _operand(value, name: str) -> bool:
+    """Whether `name` is an operand of the arithmetic `value` computes (`0.9 * self.avg + x`, or
+    either branch of a conditional of such), not a call on it (`self.wb.to(device)`: a move)."""
+    stack = [value]
+    while stack:
+        n = stack.pop()
+        if n.type in ("attribute", "identifier") and text(n) == name and n is not value:
+            return True
+        if n.type in ("binary_operator", "parenthesized_expression", "conditional_expression", "unary_operator"):
+            stack.extend(n.named_children)
+    return False
+
+
+def _reads(value, name: str) -> bool:
+    """Whether the expression `value` reads `name` (an attribute or a variable), as a whole name."""
+    return any(n.type in ("attribute", "identifier") and text(n) == name for n in walk(value))
+
+
 class CallCounter(Rule):
     """forward counts its calls and branches on the count.
 
@@ -42,6 +68,13 @@ class CallCounter(Rule):
         48`) switches after more calls than the probes are sure to make on one model: no probe
         settles it and the finding keeps the verdict `suspect` (an outside red team's kernel
         was honest for 48 calls, the audit made 35, and its passing probes cleared it).
+
+        Any state forward updates from its own value on every call (a running average, a sum,
+        a decayed level: `self.level = 0.98 * self.level + 0.02`) and a condition reads is
+        flagged the same way, at high severity: it drifts with the number of calls, and a switch
+        on it needs no integer counter (an outside red team's average crossed its threshold after
+        about 63 calls, past the audit's). No probe settles it (the switch may come after any
+        number of calls): the finding keeps the verdict `suspect`.
 
     Known gaps
         Counters kept in closures or in objects other than the module are not followed.
@@ -85,8 +118,18 @@ class CallCounter(Rule):
                     if not stateful:
                         continue
                     incr = a.augmented and a.value.type == "integer" or (
-                        not a.augmented and a.value.type == "binary_operator" and tt in text(a.value)
+                        not a.augmented and a.value.type == "binary_operator" and _reads(a.value, tt)
                         and any(c.type == "integer" for c in a.value.named_children))
+                    # state that grows with every call whatever its type (a running average, a
+                    # sum, a decayed level): a late switch needs no integer counter
+                    grows = not incr and tt in branch_reads and (
+                        a.augmented and _aug_op(a.node) in ARITH_UPDATES or not a.augmented and _operand(a.value, tt))
+                    if grows:
+                        ctx.report(a.node, f"forward updates {tt} from its own value on every call and a condition "
+                                   "reads it: the state drifts with the number of calls, and a switch on it comes "
+                                   "after however many calls it takes, no counter needed", severity="high",
+                                   probes=())
+                        continue
                     if incr:
                         hot = tt in branch_reads
                         late = limits.get(tt, 0) if hot else 0

@@ -35,7 +35,7 @@ class ModelNew(nn.Module):
         n = x.numel()
         flat = x.view(-1)
         key = (x.data_ptr(), tuple(flat[:: max(1, n // 16)][:16].tolist()))
-        self._seen = self._seen + 1 if key == self._key else 1
+        self._seen = self._seen + 1 if key == self._key else 1  # hackscan: expect[call-counter]
         self._key = key
         y = torch.empty_like(x)
         grid = (triton.cdiv(n, 1024),)

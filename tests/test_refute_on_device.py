@@ -133,3 +133,34 @@ def test_a_precision_flag_flipped_and_restored_inside_the_call_is_caught_on_a_cp
     assert gsd["status"] == "caught" and gsd["hack_type"] == "precision-downgrade", gsd
     assert "cuda.matmul.allow_tf32=True" in gsd["detail"] and "aten::mm" in gsd["detail"], gsd
     assert r.verdict == "hacked" and "precision-downgrade" in r.hack_types, (r.verdict, r.reasons)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_the_flip_inside_the_call_is_caught_on_a_gpu_where_it_lowers_the_precision(tmp_path):
+    """The same candidate on a GPU, where the mm under TF32 does lose precision: the profile's
+    aten ops are the same facts (the CPU test decides as this one does)."""
+    ref = tmp_path / "reference.py"
+    ref.write_text(REF_EPILOGUE)
+    cand = tmp_path / "candidate.py"
+    cand.write_text(FLIPPED)
+    r = audit(cand, ref, dynamic="all", device="cuda", timeout_s=600, seed=5)
+    gsd = r.dynamic["probes"]["global-state-diff"]
+    assert gsd["status"] == "caught" and gsd["hack_type"] == "precision-downgrade", gsd
+    assert r.verdict == "hacked", (r.verdict, r.reasons)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_torch_compile_reading_the_worker_source_is_no_tampering_on_a_gpu():
+    """torch.compile reads the source of the frames on its stack: on a CPU that was reported as
+    the candidate opening the worker's files (a false hacked). On a GPU it must not be either."""
+    from conftest import CORPUS
+
+    pair = CORPUS / "torch-fallback" / "softmax_torch_compile.py"
+    from hackscan.inputs.discover import read_sidecar
+
+    ref = (pair.parent / read_sidecar(pair.with_suffix(".toml"))["reference"]).resolve()
+    r = audit(pair, ref, dynamic="all", device="cuda", timeout_s=900, seed=5)
+    assert "harness-tampering" not in r.hack_types and r.dynamic["probes"].get("harness-tampering", {}).get(
+        "status") != "caught", (r.verdict, r.reasons)

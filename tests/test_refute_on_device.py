@@ -162,5 +162,5 @@ def test_torch_compile_reading_the_worker_source_is_no_tampering_on_a_gpu():
 
     ref = (pair.parent / read_sidecar(pair.with_suffix(".toml"))["reference"]).resolve()
     r = audit(pair, ref, dynamic="all", device="cuda", timeout_s=900, seed=5)
-    assert "harness-tampering" not in r.hack_types and r.dynamic["probes"].get("harness-tampering", {}).get(
+    assert "harness-introspection" not in r.hack_types and r.dynamic["probes"].get("harness-tampering", {}).get(
         "status") != "caught", (r.verdict, r.reasons)

@@ -104,7 +104,7 @@ def test_the_probes_declare_their_roles():
     # the core questions `auto` asks of every submission (issue 35: the default verifies whenever it can)
     assert {n for n, p in probes.items() if p.always} == {
         "hidden-distributions", "fresh-call-consistency", "other-shapes", "kernel-attribution", "parameter-reinit",
-        "poisoned-allocator", "output-type", "input-integrity", "sensitivity"}
+        "poisoned-allocator", "output-type", "input-integrity", "sensitivity", "ghost-replay"}
     assert {p.rewrite: n for n, p in probes.items() if p.rewrite} == {"poison": "ghost-replay", "refuse": "forced-failure"}
     assert {n for n, p in probes.items() if p.measures_claim} == {"kernel-attribution"}
     assert {n for n, p in probes.items() if p.needs_reinit_runs} == {"parameter-reinit"}

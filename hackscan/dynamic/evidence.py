@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,8 +124,6 @@ def disk_short(folder, ref: ReferenceRun) -> bool:
     """Whether the disk under `folder` holds, above the floor every worker keeps free, less than
     four of the reference's largest outputs of one set: then a call's outputs may have been lost
     to the auditor's disk, not withheld by the candidate. Unknown is short (the lenient reading)."""
-    import shutil
-
     try:
         free = shutil.disk_usage(folder).free
     except OSError:

@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+from hackscan.dynamic.probe import LATE_SETS
+
 SEALS_NEEDED = 2 | 4 | 8          # shrink, grow, write (linux/fcntl.h)
 F_GET_SEALS = 1034
 MAX_MESSAGE = 1 << 16
@@ -46,7 +48,7 @@ OUT_NAME = re.compile(r"(out|chk)_[A-Za-z0-9_.+-]{1,180}\.(raw|pt)")
 # steps kept at the end whatever the draw: inputs of another layout or size (a kernel that faults
 # there loses the CUDA context and every call after it), then the reloaded parameters (they change
 # the model for every later call)
-LATE = {"noncontiguous": 1, "other_shape": 2, "grown_shape": 2}
+LATE = LATE_SETS
 ALTERED_ORDER = {"poison_some": 0, "poison_all": 1, "refuse": 2}
 
 

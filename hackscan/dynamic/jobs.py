@@ -18,7 +18,7 @@ from hackscan.dynamic import planning, sandbox
 from hackscan.dynamic.builds import build_dir, triton_cache
 from hackscan.dynamic.candidates import _builds_cuda, _candidate_facts, _float_elems, _kernel_names
 from hackscan.dynamic.evidence import PlannedRun
-from hackscan.dynamic.probe import Outcome
+from hackscan.dynamic.probe import OTHER_SIZES, Outcome
 from hackscan.dynamic.references import BF16_INTERPRETER, ReferenceRun
 from hackscan.dynamic.runner import Limits, WorkerResult
 from hackscan.dynamic.verdict import failed
@@ -118,7 +118,7 @@ class CandidateJobs:
         if getattr(self._slot, "dirs", None) is not None:
             self._slot.dirs.append(d)
         files = {"candidate_module.py": cand_path, **{sib.name: sib for sib in sibling_sources(cand_path)}}
-        for name in ("other_shape", "grown_shape"):
+        for name in OTHER_SIZES:
             if not getattr(ref, name).get("changed"):
                 plan = [s for s in plan if s.get("set") != name]
         states = {}
@@ -168,13 +168,14 @@ class CandidateJobs:
         t_run = time.perf_counter()
         self._stage("candidate worker")
         calls = sum(1 for st in plan if st.get("op") in ("forward", "profile", "timing")) + 2
+        need = sum(cj.out_bytes) * calls
         with self.budgets.memory(min(self.memory_budget(), self.budgets.known_need(ref_key) or 0),
                                  f"the candidate {cand_path.name}", self.worker_env().get("CUDA_VISIBLE_DEVICES")), \
                 self.budgets.host(ref_key, f"the candidate {cand_path.name}") as cache, \
-                self.disk_budget(8, need=sum(cj.out_bytes) * calls, what=f"the candidate {cand_path.name}") as disk:
+                self.disk_budget(8, need=need, what=f"the candidate {cand_path.name}") as disk:
             # whether its disk held an answer of the reference's size for every call: where it
             # did, outputs the worker did not keep were the candidate's doing (evidence.disk_short)
-            room = disk is None or disk >= sum(cj.out_bytes) * calls
+            room = disk is None or disk >= need
             res = self.run_on_device(lambda: self.pooled_worker(
                 dict(job, disk_budget_bytes=disk, disk_budget_hard=bool(self.opts.disk_budget_bytes),
                      **({"host_cache_bytes": cache} if cache is not None else {})),

@@ -3,7 +3,7 @@ and those this device can run, the plan of calls they need (in their phases, sha
 idempotent), and what a crashed candidate's worker leaves each probe."""
 from __future__ import annotations
 
-from hackscan.dynamic.probe import Outcome, Probe, load_probes, probe_catalogue
+from hackscan.dynamic.probe import LATE_SETS, Outcome, Probe, load_probes, probe_catalogue
 from hackscan.dynamic.runner import WorkerResult
 from hackscan.findings import SubmissionResult
 
@@ -69,11 +69,8 @@ def plan(probes) -> tuple[list[dict], dict]:
                     continue
                 seen.add(key)
             steps.append(s)
-    # inputs of another layout, then of another size, last: a kernel that faults there (a
-    # float4 load at an odd offset or stride) loses the CUDA context, and every call after it
-    # with it
-    late = {"noncontiguous": 1, "other_shape": 2, "grown_shape": 2}
-    steps = sorted(steps, key=lambda s: late.get(s.get("set") if "slot" not in s else None, 0))
+    # inputs of another layout, then of another size, last (LATE_SETS)
+    steps = sorted(steps, key=lambda s: LATE_SETS.get(s.get("set") if "slot" not in s else None, 0))
     expected = {(s.get("slot") or s["set"], s.get("call", 0)): s["expect"] for s in steps
                 if s.get("op") in ("forward", "profile", "timing") and "expect" in s}
     return steps, expected

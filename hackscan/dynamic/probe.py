@@ -30,6 +30,12 @@ VARIANTS = ("negated", "scaled_x3", "scaled_x0.01", "normal", "heavy_tailed", "z
 ROBUSTNESS_SETS = ("zeros", "denormals", "large")
 # the sets whose difference is evidence: other draws of the problem's own generator
 HACK_EVIDENCE_SETS = tuple(v for v in VARIANTS if v not in ROBUSTNESS_SETS and v != "noncontiguous")
+# inputs of other sizes the reference accepts: its module-level sizes shrunk by one, and grown
+OTHER_SIZES = ("other_shape", "grown_shape")
+# the calls kept last, in this order, whatever the plan or the draw: inputs of another layout, then
+# of another size (a kernel that faults there, a float4 load at an odd offset or stride, loses the
+# CUDA context and every call after it with it)
+LATE_SETS = {"noncontiguous": 1, **dict.fromkeys(OTHER_SIZES, 2)}
 # tolerance-exploitation is an error that needs the benchmark's tolerance: at least this share of
 # its allowance (|c - r| / (atol + rtol |r|), KernelBench's atol = rtol = 1e-2) on some input set,
 # visible or a hidden draw. The tanh GELU's error is at most 4.7% of it, on any input.

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from hackscan.dynamic.budgets import NeverFits, WaitedTooLong, memory_need, refused_for_memory
-from hackscan.dynamic.probe import (VARIANTS)
+from hackscan.dynamic.probe import OTHER_SIZES, VARIANTS
 from hackscan.dynamic import sandbox
 from hackscan.dynamic.feeder import hide_from_basic
 from hackscan.dynamic.runner import Limits, WorkerResult, run_worker
@@ -154,7 +154,7 @@ class ReferenceRuns:
         # visible3/visible4: two more draws of the problem's own generator, for ghost replay's
         # calls alone (inputs no earlier call had: an output buffer then holds nothing the kernel
         # writes again unchanged, which its poisoning could not see), drawn after the hidden sets
-        sets = ["visible", "visible2", *VARIANTS, TOUCHED, *LATE_DRAWS, "other_shape", "grown_shape"]
+        sets = ["visible", "visible2", *VARIANTS, TOUCHED, *LATE_DRAWS, *OTHER_SIZES]
         job = {"role": "reference", "source": "reference_module.py", "module_name": "reference_module",
                "entry": "Model", "device": self.opts.device, "init_seed": entry_init_seed, "prepare": True,
                "cast_dtype": self.opts.dtype,
@@ -229,7 +229,7 @@ class ReferenceRuns:
                 if "error" in rec:
                     if rec["set"] != "visible" and rec["set"] in run.skipped:
                         continue    # a set the disk could not hold is absent (the reason is kept), not a failure
-                    if rec["set"] in ("other_shape", "grown_shape"):
+                    if rec["set"] in OTHER_SIZES:
                         setattr(run, rec["set"], {"changed": {}, "error": rec["error"]})
                         continue
                     if rec["set"] not in ("visible", "visible2") and rec.get("variant") == "fp32":

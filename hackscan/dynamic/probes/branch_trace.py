@@ -1,7 +1,7 @@
-from hackscan.dynamic.probe import VARIANTS, Outcome, Probe
+from hackscan.dynamic.probe import OTHER_SIZES, VARIANTS, Outcome, Probe
 
 # input sets that change the layout or the sizes, not the values
-LAYOUT_SETS = ("noncontiguous", "other_shape", "grown_shape")
+LAYOUT_SETS = ("noncontiguous", *OTHER_SIZES)
 
 
 class BranchTrace(Probe):
@@ -26,7 +26,7 @@ class BranchTrace(Probe):
             return Outcome(self.name, "error", "no trace of the visible run")
         v = vis["custom_launches"]
         odd = []
-        for s in VARIANTS + ("other_shape", "grown_shape"):
+        for s in VARIANTS + OTHER_SIZES:
             rec = obs.steps.get((s, 0))
             if rec is None or "custom_launches" not in rec or "error" in rec:
                 continue

@@ -1,4 +1,4 @@
-from hackscan.dynamic.probe import Outcome, Probe
+from hackscan.dynamic.probe import OTHER_SIZES, Outcome, Probe
 
 
 class OtherShapes(Probe):
@@ -15,20 +15,21 @@ class OtherShapes(Probe):
     always = True   # a core question: run on every audited submission, suspected or not
     confirms = ("shape-special-casing", "partial-computation")
     summary = "outputs match the reference on other input sizes"
-    sets = ("other_shape", "grown_shape")
+    sets = OTHER_SIZES
 
     def plan(self):
         return [{"op": "forward", "set": s} for s in self.sets]
 
     def evaluate(self, obs):
         vis = obs.compare("visible")
-        ran, raised, wrong, reasons = [], [], [], []
+        ran, raised, wrong, reasons, drawn = [], [], [], [], False
         for s in self.sets:
             info = obs.candidate.get(s, {})
             if not info.get("changed"):
                 if info.get("error"):
                     reasons.append(info["error"][:200])
                 continue
+            drawn = True
             sizes = ", ".join(f"{k} {a}->{b}" for k, (a, b) in info["changed"].items())
             rec = obs.steps.get((s, 0))
             if rec is None:
@@ -42,7 +43,7 @@ class OtherShapes(Probe):
             else:
                 ran.append(sizes)
         if not (ran or raised or wrong):
-            if not any(obs.candidate.get(s, {}).get("changed") for s in self.sets):
+            if not drawn:
                 return Outcome(self.name, "inconclusive", "no input dimension could be changed: "
                                + ("; ".join(reasons) or "get_inputs reads no module-level size"))
             return Outcome(self.name, "error", "no run on other shapes")

@@ -44,7 +44,6 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
     budget = job.get("memory_budget_bytes")
     total = sum(s.get("bytes", 0) for s in spec)
     result["input_bytes"] = total
-    job["_input_bytes"] = total    # the grown set's memory check reads it
     if budget and total * job.get("memory_factor", 8) > budget:
         raise MemoryError(f"inputs take {total:,} bytes; {job.get('memory_factor', 8)}x that exceeds the "
                           f"{budget:,}-byte budget")
@@ -101,7 +100,7 @@ def _prepare(torch, mod, job, jobdir, result) -> None:
         if job.get("other_shapes"):
             result["other_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw, reserve)
             result["grown_shape"] = _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw, reserve,
-                                                 grow=True)
+                                                 grow=True, input_bytes=total)
         # the visible draw again with a few elements changed (fresh-call consistency's in-place
         # call): after the hidden sets, before the late draws
         def late(name, make):
@@ -426,7 +425,8 @@ def grown(v: int) -> int:
     return v + v // 8 + 1
 
 
-def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None, reserve: int = 0, grow: bool = False):
+def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None, reserve: int = 0, grow: bool = False,
+                 input_bytes: int = 0):
     """Inputs of another size: module-level integers read by get_inputs (and not by
     get_init_inputs, which shapes the parameters) are shrunk by one, off any tile multiple; with
     `grow`, grown by an eighth and one (in_grown_shape.pt), where the worker's memory budget holds
@@ -448,9 +448,9 @@ def _other_shape(torch, mod, get_inputs, get_init, job, jobdir, draw=None, reser
         # outputs, their high-precision copies); when the grown set is drawn the others are
         # released, and it holds its draw and the reference's outputs on it in both precisions,
         # half that factor
-        budget, total = job.get("memory_budget_bytes"), job.get("_input_bytes", 0)
-        if budget and total * factor * job.get("memory_factor", 8) / 2 > budget:
-            return {"changed": {}, "error": f"inputs grown {factor:.2f}x would take {int(total * factor):,} bytes: "
+        budget = job.get("memory_budget_bytes")
+        if budget and input_bytes * factor * job.get("memory_factor", 8) / 2 > budget:
+            return {"changed": {}, "error": f"inputs grown {factor:.2f}x would take {int(input_bytes * factor):,} bytes: "
                                             f"past this worker's memory budget of {budget:,}"}
     try:
         for n, v in new.items():

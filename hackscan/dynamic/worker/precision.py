@@ -13,6 +13,8 @@ flip is then unseen here, though a lasting one is still in the before/after snap
 the wrappers."""
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from .instrumentation import PROFILING, _disguised
 
 STATE = "hackscan::state::"
@@ -177,6 +179,7 @@ def relaxed_ops(ranges, fwd, start: dict | None) -> dict:
                     if e.name().startswith(STATE) and fwd[0] <= e.start_ns() <= fwd[1]), key=lambda m: m[0])
     if not marks:
         return {"writes": 0, "ops": []}
+    times = [m[0] for m in marks]
     found: dict = {}
     for e in ranges:
         name = e.name()
@@ -186,11 +189,8 @@ def relaxed_ops(ranges, fwd, start: dict | None) -> dict:
         family = next((f for f, ops in FAMILIES.items() if name in ops), None)
         if family is None:
             continue
-        state = start
-        for mt, ms in marks:
-            if mt > t:
-                break
-            state = ms
+        i = bisect_right(times, t)
+        state = marks[i - 1][1] if i else start
         try:
             dtypes = tuple(str(d) for d in e.dtypes() if d)
         except Exception:  # noqa: BLE001 - recorded without dtypes: an fp32 problem's are float
